@@ -1,0 +1,10 @@
+# STREAMPOOL_SANITIZE=address gives ASan+UBSan, =thread gives TSan; applied to every target.
+if(STREAMPOOL_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+elseif(STREAMPOOL_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT STREAMPOOL_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "STREAMPOOL_SANITIZE must be '', 'address' or 'thread'")
+endif()

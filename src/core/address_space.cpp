@@ -1,0 +1,233 @@
+#include "address_space.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "sizes.hpp"
+
+namespace streampool::core {
+
+AddressSpace::AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListener on_region)
+    : backing_(backing),
+      on_region_(std::move(on_region)),
+      granule_bytes_(backing.granule_bytes()),
+      reservation_bytes_(backing.reservation_bytes()),
+      cap_bytes_(cap_bytes) {}
+
+AddressSpace::~AddressSpace() {
+  for (Region& region : regions_) {
+    if (!chunked()) {
+      for (std::size_t g = 0; g < region.mapped.size(); ++g) {
+        if (region.mapped[g]) backing_.unmap(region.base + g * granule_bytes_, granule_bytes_);
+      }
+    } else {
+      backing_.unmap(region.base, region.bytes);
+    }
+    backing_.unreserve(region.base, region.bytes);
+    if (on_region_) on_region_(region.base, region.bytes, false);
+  }
+}
+
+bool AddressSpace::contains(std::uintptr_t address) const {
+  return std::any_of(regions_.begin(), regions_.end(), [&](const Region& region) {
+    return address >= region.base && address < region.base + region.bytes;
+  });
+}
+
+AddressSpace::Region* AddressSpace::region_of(std::uintptr_t address) {
+  for (Region& region : regions_) {
+    if (address >= region.base && address < region.base + region.bytes) return &region;
+  }
+  return nullptr;
+}
+
+std::optional<std::uintptr_t> AddressSpace::take(std::size_t bytes) {
+  auto fit = free_.best_fit(bytes);
+  if (!fit) return std::nullopt;
+  free_.take(fit->address, bytes);
+  return fit->address;
+}
+
+std::optional<AddressSpace::GrowthPlan> AddressSpace::plan_growth(std::size_t bytes) const {
+  if (chunked()) return std::nullopt;  // chunk backings grow by whole new regions only
+  for (std::size_t r = 0; r < regions_.size(); ++r) {
+    const Region& region = regions_[r];
+    const std::size_t usable_granules = region.usable_bytes / granule_bytes_;
+    for (std::size_t g = 0; g < usable_granules;) {
+      if (region.mapped[g]) {
+        ++g;
+        continue;
+      }
+      std::size_t end = g;
+      while (end < usable_granules && !region.mapped[end]) ++end;
+      const std::uintptr_t run_start = region.base + g * granule_bytes_;
+      const auto tail = free_.range_ending_at(run_start);
+      const std::size_t have = tail ? tail->bytes : 0;
+      const std::size_t need = bytes > have ? round_up(bytes - have, granule_bytes_) : 0;
+      const std::size_t room = (end - g) * granule_bytes_;
+      if (need <= room) {
+        return GrowthPlan{r, tail ? tail->address : run_start, run_start, need, room};
+      }
+      g = end;
+    }
+  }
+  return std::nullopt;
+}
+
+Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
+  std::size_t usable = round_up(bytes, granule_bytes_);
+  std::size_t reserve_bytes = usable;
+  if (chunked()) {
+    usable -= kPlacementBytes;  // the guard: a free range never touches the next region
+  } else {
+    usable = std::max(usable, cap_bytes_ != 0 ? round_up(cap_bytes_, granule_bytes_) : reservation_bytes_);
+    reserve_bytes = usable + granule_bytes_;  // one never-mapped granule as the guard
+  }
+  std::uintptr_t base = 0;
+  if (Status status = backing_.reserve(reserve_bytes, &base); !ok(status)) return status;
+  Region region;
+  region.base = base;
+  region.bytes = reserve_bytes;
+  region.usable_bytes = usable;
+  region.mapped.assign(reserve_bytes / granule_bytes_, false);
+  auto at = std::lower_bound(regions_.begin(), regions_.end(), base,
+                             [](const Region& existing, std::uintptr_t b) { return existing.base < b; });
+  *index = static_cast<std::size_t>(at - regions_.begin());
+  regions_.insert(at, std::move(region));
+  if (on_region_) on_region_(base, reserve_bytes, true);
+  return Status::success;
+}
+
+Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t bytes,
+                               std::span<const AccessDescriptor> access) {
+  if (Status status = backing_.map(from, bytes, access); !ok(status)) return status;
+  const std::size_t first = (from - region.base) / granule_bytes_;
+  for (std::size_t g = 0; g < bytes / granule_bytes_; ++g) region.mapped[first + g] = true;
+  reserved_bytes_ += bytes;
+  return Status::success;
+}
+
+Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access,
+                                   std::uintptr_t* address) {
+  const std::size_t cap_left =
+      cap_bytes_ == 0 ? SIZE_MAX : (cap_bytes_ > reserved_bytes_ ? cap_bytes_ - reserved_bytes_ : 0);
+
+  if (chunked()) {
+    // A whole new chunk; at least the driver's 32 MiB where the cap allows.
+    const std::size_t need = round_up(bytes + kPlacementBytes, granule_bytes_);
+    if (need > cap_left) return Status::out_of_memory;
+    std::size_t want = std::max(need, std::min(kGrowthChunkBytes, round_down(cap_left, granule_bytes_)));
+    std::size_t index = 0;
+    Status status = new_region(want, &index);
+    if (status == Status::out_of_memory && want > need) status = new_region(want = need, &index);
+    if (!ok(status)) return status;
+    Region& region = regions_[index];
+    if (Status mapped = map_range(region, region.base, region.bytes, access); !ok(mapped)) {
+      backing_.unreserve(region.base, region.bytes);
+      if (on_region_) on_region_(region.base, region.bytes, false);
+      regions_.erase(regions_.begin() + static_cast<std::ptrdiff_t>(index));
+      return mapped;
+    }
+    free_.insert(region.base, region.usable_bytes, 0);
+    auto taken = take(bytes);
+    assert(taken);
+    *address = *taken;
+    return Status::success;
+  }
+
+  auto plan = plan_growth(bytes);
+  if (!plan) {
+    if (round_up(bytes, granule_bytes_) > cap_left) return Status::out_of_memory;
+    std::size_t index = 0;
+    if (Status status = new_region(bytes, &index); !ok(status)) return status;
+    plan = plan_growth(bytes);
+    if (!plan) return Status::out_of_memory;
+  }
+  if (plan->map_bytes > cap_left) return Status::out_of_memory;
+  // Grow by a whole 32 MiB chunk where there is room, so that small requests do not map
+  // granule by granule (a map costs ~100 us); a larger request maps what it needs.
+  std::size_t want = std::max(plan->map_bytes, std::min(kGrowthChunkBytes, plan->room_bytes));
+  want = std::min(want, round_down(cap_left, granule_bytes_));
+  Region& region = regions_[plan->region];
+  Status status = plan->map_bytes == 0 ? Status::success : map_range(region, plan->map_from, want, access);
+  if (status == Status::out_of_memory && want > plan->map_bytes) {
+    want = plan->map_bytes;
+    status = map_range(region, plan->map_from, want, access);
+  }
+  if (!ok(status)) return status;
+  if (plan->map_bytes != 0) free_.insert(plan->map_from, want, 0);
+  free_.take(plan->start, bytes);
+  *address = plan->start;
+  return Status::success;
+}
+
+std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vector<Run>* released) {
+  if (reserved_bytes_ <= target_reserved_bytes) return 0;
+  const std::size_t before = reserved_bytes_;
+  if (chunked()) {
+    for (std::size_t r = regions_.size(); r-- > 0 && reserved_bytes_ > target_reserved_bytes;) {
+      Region& region = regions_[r];
+      auto range = free_.range_containing(region.base);
+      if (!range || range->address != region.base || range->bytes < region.usable_bytes) continue;
+      free_.take(region.base, region.usable_bytes);
+      backing_.unmap(region.base, region.bytes);
+      backing_.unreserve(region.base, region.bytes);
+      if (on_region_) on_region_(region.base, region.bytes, false);
+      reserved_bytes_ -= region.bytes;
+      regions_.erase(regions_.begin() + static_cast<std::ptrdiff_t>(r));
+    }
+    return before - reserved_bytes_;
+  }
+  // Runs of whole free granules, highest first: the low addresses stay mapped, where best
+  // fit from the lowest address keeps the live blocks.
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;
+  free_.for_each([&](const FreeRange& range) {
+    const std::uintptr_t first = round_up(range.address, granule_bytes_);
+    const std::uintptr_t last = round_down(range.address + range.bytes, granule_bytes_);
+    if (last > first) runs.emplace_back(first, last);
+  });
+  for (auto run = runs.rbegin(); run != runs.rend() && reserved_bytes_ > target_reserved_bytes; ++run) {
+    const std::size_t excess = reserved_bytes_ - target_reserved_bytes;
+    const std::size_t run_bytes = run->second - run->first;
+    const std::size_t release = std::min(run_bytes, round_up(excess, granule_bytes_));
+    const std::uintptr_t from = run->second - release;
+    Region* region = region_of(from);
+    if (region == nullptr) continue;  // cannot happen: every free range lies in a region
+    free_.take(from, release);
+    backing_.unmap(from, release);
+    const std::size_t first = (from - region->base) / granule_bytes_;
+    for (std::size_t g = 0; g < release / granule_bytes_; ++g) region->mapped[first + g] = false;
+    reserved_bytes_ -= release;
+    if (released != nullptr) released->push_back(Run{from, release});
+  }
+  return before - reserved_bytes_;
+}
+
+void AddressSpace::restore(const std::vector<Run>& released, std::span<const AccessDescriptor> access) {
+  for (const Run& run : released) {
+    Region* region = region_of(run.address);
+    if (region == nullptr || !ok(map_range(*region, run.address, run.bytes, access))) continue;
+    free_.insert(run.address, run.bytes, 0);
+  }
+}
+
+Status AddressSpace::set_access(std::span<const AccessDescriptor> access) {
+  for (const Region& region : regions_) {
+    for (std::size_t g = 0; g < region.mapped.size();) {
+      if (!region.mapped[g]) {
+        ++g;
+        continue;
+      }
+      std::size_t end = g;
+      while (end < region.mapped.size() && region.mapped[end]) ++end;
+      const std::size_t bytes = chunked() ? region.bytes : (end - g) * granule_bytes_;
+      if (Status status = backing_.set_access(region.base + g * granule_bytes_, bytes, access); !ok(status)) {
+        return status;
+      }
+      g = end;
+    }
+  }
+  return Status::success;
+}
+
+}  // namespace streampool::core

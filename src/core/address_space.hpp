@@ -1,0 +1,97 @@
+// AddressSpace: a pool's reserved address ranges, which granules of them are backed by
+// physical memory, and the pool-wide index of free memory that every stream may use.
+//
+// Reservation and mapping are separate so that a pool grows contiguously (new granules are
+// mapped right after a free tail, as the driver grows its chunks) and so that trimming can
+// return any granule no live or pending block touches, not only whole chunks. Every free
+// range in the index is mapped; unmapped space is known only to the granule map. Each region
+// keeps one granule (or, for chunk backings, one placement unit) at its end out of use, so
+// free ranges of two regions that happen to be adjacent never merge.
+// Not thread-safe: the pool's mutex guards it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "backing.hpp"
+#include "free_index.hpp"
+#include "status.hpp"
+
+namespace streampool::core {
+
+class AddressSpace {
+ public:
+  // cap_bytes: the most physical memory the pool may hold (0: only the backing limits it).
+  // on_region is told of every reservation made (added) and given back (!added).
+  using RegionListener = std::function<void(std::uintptr_t base, std::size_t bytes, bool added)>;
+  AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListener on_region);
+  ~AddressSpace();
+  AddressSpace(const AddressSpace&) = delete;
+  AddressSpace& operator=(const AddressSpace&) = delete;
+
+  // Best fit among mapped free ranges.
+  std::optional<std::uintptr_t> take(std::size_t bytes);
+  void take_at(std::uintptr_t address, std::size_t bytes) { free_.take(address, bytes); }
+  // Memory whose last use is known complete, back into the pool-wide index.
+  void give(std::uintptr_t address, std::size_t bytes) { free_.insert(address, bytes, 0); }
+  // Maps what a `bytes` allocation needs (the lowest place where a free tail plus unmapped
+  // granules fit it, else a new reservation) and takes the allocation from it.
+  Status grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access,
+                       std::uintptr_t* address);
+  // Unmaps fully free granules, highest address first, until reserved <= target. Each run
+  // given back is appended to `released` when asked, so that restore() can undo it.
+  struct Run {
+    std::uintptr_t address;
+    std::size_t bytes;
+  };
+  std::size_t release_to(std::size_t target_reserved_bytes, std::vector<Run>* released = nullptr);
+  // Maps released runs again (a failed out-of-memory retry leaves the pool as it was).
+  void restore(const std::vector<Run>& released, std::span<const AccessDescriptor> access);
+  Status set_access(std::span<const AccessDescriptor> access);
+
+  std::size_t reserved_bytes() const noexcept { return reserved_bytes_; }
+  std::size_t cap_bytes() const noexcept { return cap_bytes_; }
+  std::size_t granule_bytes() const noexcept { return granule_bytes_; }
+  const FreeIndex& free_index() const noexcept { return free_; }
+  bool contains(std::uintptr_t address) const;
+  bool chunked_backing() const noexcept { return chunked(); }
+
+  struct Region {
+    std::uintptr_t base = 0;
+    std::size_t bytes = 0;        // reserved
+    std::size_t usable_bytes = 0; // bytes minus the guard at its end
+    std::vector<bool> mapped;     // per granule
+  };
+  const std::vector<Region>& regions() const noexcept { return regions_; }
+
+ private:
+  struct GrowthPlan {
+    std::size_t region = 0;
+    std::uintptr_t start = 0;       // where the allocation will begin
+    std::uintptr_t map_from = 0;    // first granule to map
+    std::size_t map_bytes = 0;      // what must be mapped at least
+    std::size_t room_bytes = 0;     // unmapped granules available from map_from
+  };
+  std::optional<GrowthPlan> plan_growth(std::size_t bytes) const;
+  Status new_region(std::size_t bytes, std::size_t* index);
+  Status map_range(Region& region, std::uintptr_t from, std::size_t bytes,
+                   std::span<const AccessDescriptor> access);
+  bool chunked() const noexcept { return reservation_bytes_ == 0; }
+
+  Region* region_of(std::uintptr_t address);
+
+  Backing& backing_;
+  RegionListener on_region_;
+  std::size_t granule_bytes_;
+  std::size_t reservation_bytes_;
+  std::size_t cap_bytes_;
+  std::size_t reserved_bytes_ = 0;
+  std::vector<Region> regions_;
+  FreeIndex free_;
+};
+
+}  // namespace streampool::core

@@ -1,0 +1,234 @@
+#include "engine.hpp"
+
+#include <array>
+#include <mutex>
+
+#include "happens_before.hpp"
+#include "live_table.hpp"
+#include "pool.hpp"
+#include "registries.hpp"
+#include "sizes.hpp"
+
+namespace streampool::core {
+
+class EngineState {
+ public:
+  explicit EngineState(Ordering& ordering) : order(ordering) {}
+
+  PoolStream* share_for(Pool* pool, StreamKey key);
+
+  HappensBefore order;
+  LiveTable live;
+  HandleSet<65536> handles;
+  RegionSet<4096> regions;
+  mutable std::mutex pools_mutex;
+  std::vector<std::unique_ptr<Pool>> pools;  // never shrinks: handles stay safe to check
+};
+
+namespace {
+
+// The last few (pool, stream) -> share lookups of this thread. Keyed by the stream
+// generation, so a destroyed stream whose handle is reused never hits a stale share.
+struct ShareCacheEntry {
+  const EngineState* engine = nullptr;
+  const Pool* pool = nullptr;
+  StreamKey key = 0;
+  std::uint64_t generation = 0;
+  PoolStream* share = nullptr;
+};
+thread_local std::array<ShareCacheEntry, 4> t_share_cache{};
+thread_local unsigned t_share_cache_next = 0;
+
+}  // namespace
+
+PoolStream* EngineState::share_for(Pool* pool, StreamKey key) {
+  const std::uint64_t generation = stream_generation();
+  for (const ShareCacheEntry& entry : t_share_cache) {
+    if (entry.pool == pool && entry.key == key && entry.engine == this && entry.generation == generation) {
+      return entry.share;
+    }
+  }
+  PoolStream* share = pool->stream_share(order.stream(key));
+  t_share_cache[t_share_cache_next++ % t_share_cache.size()] = {this, pool, key, generation, share};
+  return share;
+}
+
+Engine::Engine(Ordering& ordering) : state_(std::make_unique<EngineState>(ordering)) {}
+
+Engine::~Engine() {
+  // Pools first: their address spaces hand memory back to their backings.
+  std::lock_guard guard(state_->pools_mutex);
+  state_->pools.clear();
+  advance_stream_generation();
+}
+
+Status Engine::create_pool(const PoolProps& props, std::unique_ptr<Backing> backing, Pool** pool) {
+  if (pool == nullptr || backing == nullptr) return Status::invalid_value;
+  EngineState* state = state_.get();
+  auto created = std::make_unique<Pool>(props, std::move(backing), state->order,
+                                        [state](std::uintptr_t base, std::size_t bytes, bool added) {
+                                          if (added) {
+                                            state->regions.add(base, bytes);
+                                          } else {
+                                            state->regions.remove(base);
+                                          }
+                                        });
+  *pool = created.get();
+  {
+    std::lock_guard guard(state->pools_mutex);
+    state->pools.push_back(std::move(created));
+  }
+  state->handles.insert(*pool);
+  return Status::success;
+}
+
+Status Engine::destroy_pool(Pool* pool) {
+  if (!is_pool(pool)) return Status::invalid_value;
+  state_->handles.erase(pool);
+  pool->mark_destroyed();
+  pool->trim_to(0);  // what is still allocated or pending stays until it is freed
+  return Status::success;
+}
+
+bool Engine::is_pool(const Pool* pool) const { return state_->handles.contains(pool); }
+
+void Engine::for_each_pool(const std::function<void(Pool*)>& visit) const {
+  std::vector<Pool*> live;
+  {
+    std::lock_guard guard(state_->pools_mutex);
+    for (auto& pool : state_->pools) {
+      if (!pool->destroyed()) live.push_back(pool.get());
+    }
+  }
+  for (Pool* pool : live) visit(pool);
+}
+
+const PoolProps& Engine::props(const Pool* pool) const { return pool->props(); }
+
+Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** out) {
+  if (out == nullptr) return Status::invalid_value;
+  *out = nullptr;
+  if (!is_pool(pool)) return Status::invalid_value;
+  if (bytes == 0) return Status::success;
+  if (bytes > (std::size_t{1} << 62)) return Status::out_of_memory;
+  const std::size_t placed = round_up(bytes, kPlacementBytes);
+
+  PoolStream* share = state_->share_for(pool, stream);
+  std::uintptr_t address = 0;
+  bool found = false;
+  {
+    std::lock_guard guard(share->lock);
+    if (auto exact = share->take_exact(placed)) {
+      address = *exact;
+      found = true;
+    } else if (!share->pending.empty()) {
+      if (auto fit = share->take_best_fit(placed)) {
+        address = *fit;
+        found = true;
+      }
+    }
+  }
+  if (!found) {
+    if (Status status = pool->allocate_slow(*share, placed, &address); !ok(status)) return status;
+  }
+  pool->usage().charge(*share->usage, bytes);
+  state_->live.insert(LiveBlock{address, placed, bytes, pool});
+  *out = reinterpret_cast<void*>(address);
+  return Status::success;
+}
+
+Status Engine::free(void* ptr, StreamKey stream) {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  auto block = state_->live.erase(address);
+  if (!block) return Status::invalid_value;
+  Pool* pool = block->pool;
+  PoolStream* share = state_->share_for(pool, stream);
+  const std::uint64_t tick = state_->order.free_tick(share->stream);
+  {
+    std::lock_guard guard(share->lock);
+    share->push(address, block->placed_bytes, tick);
+  }
+  pool->usage().credit(*share->usage, block->requested_bytes);
+  if (pool->destroyed()) pool->trim_to(0);
+  return Status::success;
+}
+
+Status Engine::free_completed(void* ptr) {
+  auto block = state_->live.erase(reinterpret_cast<std::uintptr_t>(ptr));
+  if (!block) return Status::invalid_value;
+  block->pool->give_completed(block->address, block->placed_bytes);
+  block->pool->usage().credit(*block->pool->host_shard(), block->requested_bytes);
+  if (block->pool->destroyed()) block->pool->trim_to(0);
+  return Status::success;
+}
+
+bool Engine::owns(const void* address) const {
+  return state_->regions.contains(reinterpret_cast<std::uintptr_t>(address));
+}
+
+bool Engine::lookup(const void* address, BlockInfo* info) const {
+  if (!owns(address)) return false;
+  auto block = state_->live.find_containing(reinterpret_cast<std::uintptr_t>(address));
+  if (!block) return false;
+  if (info != nullptr) *info = BlockInfo{block->address, block->requested_bytes, block->placed_bytes, block->pool};
+  return true;
+}
+
+Status Engine::trim_to(Pool* pool, std::size_t min_bytes_to_keep) {
+  if (!is_pool(pool)) return Status::invalid_value;
+  return pool->trim_to(min_bytes_to_keep);
+}
+
+Status Engine::get_attribute(Pool* pool, PoolAttribute attribute, void* value) const {
+  if (!is_pool(pool) || value == nullptr) return Status::invalid_value;
+  return pool->get_attribute(attribute, value);
+}
+
+Status Engine::set_attribute(Pool* pool, PoolAttribute attribute, const void* value) {
+  if (!is_pool(pool) || value == nullptr) return Status::invalid_value;
+  return pool->set_attribute(attribute, value);
+}
+
+PoolStats Engine::stats(const Pool* pool) const { return pool->stats(); }
+
+Status Engine::set_access(Pool* pool, std::span<const AccessDescriptor> access) {
+  if (!is_pool(pool)) return Status::invalid_value;
+  return pool->set_access(access);
+}
+
+Status Engine::get_access(const Pool* pool, int location_type, int location_id, int* flags) const {
+  if (!is_pool(pool) || flags == nullptr) return Status::invalid_value;
+  *flags = pool->access_flags(location_type, location_id);
+  return Status::success;
+}
+
+void Engine::event_recorded(EventKey event, StreamKey stream) { state_->order.event_recorded(event, stream); }
+
+void Engine::stream_waited(StreamKey waiter, EventKey event) { state_->order.stream_waited(waiter, event); }
+
+SyncTicket Engine::ticket_for_stream(StreamKey stream, bool releases) {
+  return SyncTicket{state_->order.ticket_for_stream(stream), releases};
+}
+
+SyncTicket Engine::ticket_for_event(EventKey event, bool releases) {
+  return SyncTicket{state_->order.ticket_for_event(event), releases};
+}
+
+SyncTicket Engine::ticket_for_all(bool releases) {
+  return SyncTicket{state_->order.ticket_for_group(std::nullopt), releases};
+}
+
+SyncTicket Engine::ticket_for_group(std::uintptr_t group, bool releases) {
+  return SyncTicket{state_->order.ticket_for_group(group), releases};
+}
+
+void Engine::commit(const SyncTicket& ticket) {
+  state_->order.commit_host_completion(ticket.clock);
+  if (ticket.releases) for_each_pool([](Pool* pool) { pool->apply_release_threshold(); });
+}
+
+void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }
+
+void Engine::event_destroyed(EventKey event) { state_->order.event_destroyed(event); }
+
+}  // namespace streampool::core

@@ -1,0 +1,217 @@
+#include "happens_before.hpp"
+
+#include <algorithm>
+
+namespace streampool::core {
+
+namespace {
+std::atomic<std::uint64_t> g_stream_generation{1};
+}  // namespace
+
+std::uint64_t stream_generation() noexcept { return g_stream_generation.load(std::memory_order_acquire); }
+void advance_stream_generation() noexcept { g_stream_generation.fetch_add(1, std::memory_order_acq_rel); }
+
+void merge_into(Clock& into, const Clock& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (std::size_t i = 0; i < from.size(); ++i) into[i] = std::max(into[i], from[i]);
+}
+
+void HappensBefore::raise(Clock& clock, std::uint32_t slot, std::uint64_t tick) {
+  if (clock.size() <= slot) clock.resize(slot + 1, 0);
+  clock[slot] = std::max(clock[slot], tick);
+}
+
+std::uint64_t HappensBefore::at(const Clock& clock, std::uint32_t slot) {
+  return slot < clock.size() ? clock[slot] : 0;
+}
+
+HappensBefore::HappensBefore(Ordering& ordering) : ordering_(ordering) {}
+
+HappensBefore::~HappensBefore() {
+  for (auto& stream : all_) {
+    if (stream->marker) ordering_.recycle(stream->marker->marker);
+  }
+  advance_stream_generation();
+}
+
+StreamState* HappensBefore::stream(StreamKey key) {
+  std::lock_guard guard(mutex_);
+  return stream_locked(key);
+}
+
+StreamState* HappensBefore::stream_locked(StreamKey key) {
+  if (auto it = live_.find(key); it != live_.end()) return it->second;
+  auto state = std::make_unique<StreamState>();
+  state->key = key;
+  state->slot = static_cast<std::uint32_t>(all_.size());
+  state->kind = ordering_.stream_kind(key);
+  state->group = ordering_.stream_group(key);
+  StreamState* raw = state.get();
+  all_.push_back(std::move(state));
+  live_.emplace(key, raw);
+  if (raw->kind == StreamKind::legacy_default) legacy_by_group_[raw->group] = raw;
+  return raw;
+}
+
+std::uint64_t HappensBefore::cut(StreamState* stream) {
+  return stream->tick.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// What `stream` is ordered after right now, including the implicit synchronisation of the
+// legacy default stream with the blocking streams of its group (one level: transitive order
+// through the legacy stream is only known where its own clock records it).
+Clock HappensBefore::effective_clock_locked(StreamState* stream) {
+  Clock clock = stream->clock;
+  if (stream->kind == StreamKind::blocking) {
+    auto it = legacy_by_group_.find(stream->group);
+    if (it != legacy_by_group_.end() && !it->second->dead) {
+      StreamState* legacy = it->second;
+      raise(clock, legacy->slot, cut(legacy));
+      merge_into(clock, legacy->clock);
+    }
+  } else if (stream->kind == StreamKind::legacy_default) {
+    for (auto& [key, other] : live_) {
+      if (other->kind == StreamKind::blocking && other->group == stream->group) {
+        raise(clock, other->slot, cut(other));
+        merge_into(clock, other->clock);
+      }
+    }
+  }
+  return clock;
+}
+
+void HappensBefore::event_recorded(EventKey event, StreamKey key) {
+  std::lock_guard guard(mutex_);
+  StreamState* stream = stream_locked(key);
+  const std::uint64_t own = cut(stream);
+  Clock clock = effective_clock_locked(stream);
+  raise(clock, stream->slot, own);
+  events_[event] = std::move(clock);
+}
+
+void HappensBefore::stream_waited(StreamKey waiter, EventKey event) {
+  std::lock_guard guard(mutex_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return;  // never recorded: CUDA makes the wait a no-op
+  merge_into(stream_locked(waiter)->clock, it->second);
+}
+
+void HappensBefore::event_destroyed(EventKey event) {
+  std::lock_guard guard(mutex_);
+  events_.erase(event);
+}
+
+void HappensBefore::stream_destroyed(StreamKey key) {
+  std::lock_guard guard(mutex_);
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  StreamState* stream = it->second;
+  // The stream's pending frees can only become known-complete through a marker recorded now.
+  poll_marker_locked(stream);
+  if (stream->marker) {
+    ordering_.recycle(stream->marker->marker);
+    stream->marker.reset();
+  }
+  record_marker_locked(stream);
+  stream->dead = true;
+  live_.erase(it);
+  if (auto legacy = legacy_by_group_.find(stream->group);
+      legacy != legacy_by_group_.end() && legacy->second == stream) {
+    legacy_by_group_.erase(legacy);
+  }
+  advance_stream_generation();
+}
+
+Clock HappensBefore::ticket_for_stream(StreamKey key) {
+  std::lock_guard guard(mutex_);
+  StreamState* stream = stream_locked(key);
+  const std::uint64_t own = cut(stream);
+  Clock clock = effective_clock_locked(stream);
+  raise(clock, stream->slot, own);
+  return clock;
+}
+
+Clock HappensBefore::ticket_for_event(EventKey event) {
+  std::lock_guard guard(mutex_);
+  auto it = events_.find(event);
+  return it == events_.end() ? Clock{} : it->second;
+}
+
+Clock HappensBefore::ticket_for_group(std::optional<std::uintptr_t> group) {
+  std::lock_guard guard(mutex_);
+  Clock clock;
+  for (auto& stream : all_) {
+    if (group && stream->group != *group) continue;
+    raise(clock, stream->slot, cut(stream.get()));
+    merge_into(clock, stream->clock);
+  }
+  return clock;
+}
+
+void HappensBefore::commit_host_completion(const Clock& completed) {
+  std::lock_guard guard(mutex_);
+  merge_into(host_completed_, completed);
+}
+
+std::uint64_t HappensBefore::host_completed(std::uint32_t slot) const {
+  std::lock_guard guard(mutex_);
+  return at(host_completed_, slot);
+}
+
+Clock HappensBefore::reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic) {
+  std::lock_guard guard(mutex_);
+  for (auto& other : all_) {
+    if (other->dead && other->marker) poll_marker_locked(other.get());
+  }
+  Clock bounds = host_completed_;
+  if (opportunistic) merge_into(bounds, gpu_completed_);
+  if (follow_events) merge_into(bounds, effective_clock_locked(stream));
+  return bounds;
+}
+
+void HappensBefore::poll_marker_locked(StreamState* stream) {
+  if (!stream->marker) return;
+  if (ordering_.query(stream->marker->marker) != Status::success) return;
+  const Clock& covers = stream->marker->covers;
+  merge_into(gpu_completed_, covers);
+  // A destroyed stream can gain no other ordering: its own frees count as host-known.
+  if (stream->dead) raise(host_completed_, stream->slot, at(covers, stream->slot));
+  ordering_.recycle(stream->marker->marker);
+  stream->marker.reset();
+}
+
+bool HappensBefore::record_marker_locked(StreamState* stream) {
+  const std::uint64_t own = cut(stream);  // before the real record: it covers frees up to `own`
+  Clock covers = effective_clock_locked(stream);
+  raise(covers, stream->slot, own);
+  Marker marker = 0;
+  if (ordering_.record(stream->key, &marker) != Status::success) return false;
+  stream->marker = StreamState::PendingMarker{marker, std::move(covers)};
+  return true;
+}
+
+void HappensBefore::refresh_marker(StreamState* stream, std::uint64_t needed_tick) {
+  std::lock_guard guard(mutex_);
+  poll_marker_locked(stream);
+  if (stream->marker || stream->dead) return;
+  if (std::max(at(gpu_completed_, stream->slot), at(host_completed_, stream->slot)) >= needed_tick) return;
+  record_marker_locked(stream);
+}
+
+bool HappensBefore::insert_dependency(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick) {
+  std::lock_guard guard(mutex_);
+  poll_marker_locked(freer);
+  if (!freer->marker || at(freer->marker->covers, freer->slot) < needed_tick) {
+    if (freer->dead) return false;  // its last marker is all there will ever be
+    if (freer->marker) {
+      ordering_.recycle(freer->marker->marker);
+      freer->marker.reset();
+    }
+    if (!record_marker_locked(freer)) return false;
+  }
+  if (ordering_.wait(waiter->key, freer->marker->marker) != Status::success) return false;
+  merge_into(waiter->clock, freer->marker->covers);
+  return true;
+}
+
+}  // namespace streampool::core

@@ -1,0 +1,100 @@
+#include "in_memory_backing.hpp"
+
+namespace streampool::testing {
+
+core::Status InMemoryBacking::reserve(std::size_t bytes, std::uintptr_t* base) {
+  std::lock_guard guard(mutex_);
+  if (bytes == 0 || bytes % config_.granule_bytes != 0) {
+    ++errors_;
+    return core::Status::invalid_value;
+  }
+  *base = next_base_;
+  reservations_.emplace(next_base_, bytes);
+  // A gap between reservations, so that adjacency is never an accident the tests rely on.
+  next_base_ += bytes + config_.granule_bytes * 16;
+  return core::Status::success;
+}
+
+void InMemoryBacking::unreserve(std::uintptr_t base, std::size_t bytes) {
+  std::lock_guard guard(mutex_);
+  auto it = reservations_.find(base);
+  if (it == reservations_.end() || it->second != bytes) {
+    ++errors_;
+    return;
+  }
+  for (std::uintptr_t g = base; g < base + bytes; g += config_.granule_bytes) {
+    if (mapped_granules_.count(g) != 0) ++errors_;  // unreserving mapped memory
+  }
+  reservations_.erase(it);
+}
+
+core::Status InMemoryBacking::map(std::uintptr_t address, std::size_t bytes,
+                                  std::span<const core::AccessDescriptor> /*access*/) {
+  std::lock_guard guard(mutex_);
+  ++map_calls_;
+  if (bytes == 0 || address % config_.granule_bytes != 0 || bytes % config_.granule_bytes != 0) {
+    ++errors_;
+    return core::Status::invalid_value;
+  }
+  auto it = reservations_.upper_bound(address);
+  if (it == reservations_.begin() || address + bytes > std::prev(it)->first + std::prev(it)->second) {
+    ++errors_;
+    return core::Status::invalid_value;
+  }
+  if (mapped_granules_.size() * config_.granule_bytes + bytes > config_.physical_bytes) {
+    return core::Status::out_of_memory;
+  }
+  for (std::uintptr_t g = address; g < address + bytes; g += config_.granule_bytes) {
+    if (!mapped_granules_.insert(g).second) ++errors_;  // mapped twice
+  }
+  return core::Status::success;
+}
+
+void InMemoryBacking::unmap(std::uintptr_t address, std::size_t bytes) {
+  std::lock_guard guard(mutex_);
+  ++unmap_calls_;
+  for (std::uintptr_t g = address; g < address + bytes; g += config_.granule_bytes) {
+    if (mapped_granules_.erase(g) == 0) ++errors_;
+  }
+}
+
+core::Status InMemoryBacking::set_access(std::uintptr_t address, std::size_t bytes,
+                                         std::span<const core::AccessDescriptor> /*access*/) {
+  std::lock_guard guard(mutex_);
+  ++set_access_calls_;
+  for (std::uintptr_t g = address; g < address + bytes; g += config_.granule_bytes) {
+    if (mapped_granules_.count(g) == 0) ++errors_;
+  }
+  return core::Status::success;
+}
+
+std::size_t InMemoryBacking::mapped_bytes() const {
+  std::lock_guard guard(mutex_);
+  return mapped_granules_.size() * config_.granule_bytes;
+}
+std::size_t InMemoryBacking::map_calls() const {
+  std::lock_guard guard(mutex_);
+  return map_calls_;
+}
+std::size_t InMemoryBacking::unmap_calls() const {
+  std::lock_guard guard(mutex_);
+  return unmap_calls_;
+}
+std::size_t InMemoryBacking::set_access_calls() const {
+  std::lock_guard guard(mutex_);
+  return set_access_calls_;
+}
+std::size_t InMemoryBacking::errors() const {
+  std::lock_guard guard(mutex_);
+  return errors_;
+}
+bool InMemoryBacking::is_mapped(std::uintptr_t address) const {
+  std::lock_guard guard(mutex_);
+  return mapped_granules_.count(address - address % config_.granule_bytes) != 0;
+}
+void InMemoryBacking::set_physical_bytes(std::size_t bytes) {
+  std::lock_guard guard(mutex_);
+  config_.physical_bytes = bytes;
+}
+
+}  // namespace streampool::testing

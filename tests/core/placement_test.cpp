@@ -1,0 +1,124 @@
+// Sizes, rounding and growth: driver-behaviour.md, "Sizes, rounding, growth".
+#include "engine_fixture.hpp"
+
+namespace streampool::testing {
+namespace {
+
+using core::PoolAttribute;
+using core::Status;
+
+class Placement : public EngineTest {};
+
+TEST_F(Placement, ZeroBytesGivesSuccessAndANullPointer) {
+  core::Pool* pool = make_pool();
+  void* ptr = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(engine.allocate(pool, 0, kStream1, &ptr), Status::success);
+  EXPECT_EQ(ptr, nullptr);
+  EXPECT_EQ(reserved(pool), 0u);
+}
+
+TEST_F(Placement, UsedBytesCountTheBytesRequested) {
+  core::Pool* pool = make_pool();
+  alloc(pool, 1, kStream1);
+  EXPECT_EQ(used(pool), 1u);
+  alloc(pool, 1, kStream1);
+  alloc(pool, 1000, kStream1);
+  EXPECT_EQ(used(pool), 1002u);
+}
+
+TEST_F(Placement, ConsecutiveSmallAllocationsAre512BytesApart) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t first = alloc(pool, 1, kStream1);
+  const std::uintptr_t second = alloc(pool, 1, kStream1);
+  const std::uintptr_t third = alloc(pool, 600, kStream1);
+  const std::uintptr_t fourth = alloc(pool, 1, kStream1);
+  EXPECT_EQ(second - first, 512u);
+  EXPECT_EQ(third - second, 512u);
+  EXPECT_EQ(fourth - third, 1024u);
+}
+
+TEST_F(Placement, FirstAllocationReservesA32MiBChunk) {
+  core::Pool* pool = make_pool();
+  alloc(pool, 1, kStream1);
+  EXPECT_EQ(reserved(pool), 32 * MiB);
+}
+
+TEST_F(Placement, GrowthIsContiguousAfterTheFreeTailAndRoundedToTheGranule) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t first = alloc(pool, 8 * MiB, kStream1);  // 24 MiB free at the end
+  const std::uintptr_t big = alloc(pool, 100 * MiB, kStream1);
+  EXPECT_EQ(big, first + 8 * MiB);  // the free tail, then granules mapped right after it
+  EXPECT_EQ(reserved(pool), 32 * MiB + 76 * MiB);  // the driver: 128 MiB (whole chunks)
+  alloc(pool, 40 * MiB, kStream1);
+  EXPECT_EQ(reserved(pool), 108 * MiB + 40 * MiB);
+  EXPECT_EQ(last_backing->errors(), 0u);
+}
+
+TEST_F(Placement, SmallRequestsGrowByAWholeChunkNotGranuleByGranule) {
+  core::Pool* pool = make_pool();
+  for (int i = 0; i < 64; ++i) alloc(pool, 1 * MiB, kStream1);  // 64 MiB in two chunks
+  EXPECT_EQ(reserved(pool), 64 * MiB);
+  EXPECT_EQ(last_backing->map_calls(), 2u);
+}
+
+TEST_F(Placement, MaxSizeIsRoundedUpToTheChunk) {
+  core::PoolProps props;
+  props.max_size = 1000;
+  core::Pool* pool = make_pool(props);
+  std::uintptr_t address = 0;
+  EXPECT_EQ(try_alloc(pool, 4 * KiB, kStream1, &address), Status::success);
+  EXPECT_EQ(try_alloc(pool, 8 * MiB, kStream1, &address), Status::success);
+  EXPECT_EQ(try_alloc(pool, 64 * MiB, kStream1, &address), Status::out_of_memory);
+  EXPECT_EQ(address, 0u);
+  EXPECT_EQ(attribute<std::uint64_t>(pool, PoolAttribute::max_pool_size), 32 * MiB);
+}
+
+TEST_F(Placement, CappedPoolRefusesWhatWouldExceedItsMaxSize) {
+  core::PoolProps props;
+  props.max_size = 64 * MiB;
+  core::Pool* pool = make_pool(props);
+  std::uintptr_t address = 0;
+  EXPECT_EQ(try_alloc(pool, 40 * MiB, kStream1, &address), Status::success);
+  EXPECT_EQ(try_alloc(pool, 40 * MiB, kStream1, &address), Status::out_of_memory);
+  EXPECT_LE(reserved(pool), 64 * MiB);
+}
+
+TEST_F(Placement, ARequestLargerThanTheDeviceFailsAndLeavesThePoolUnchanged) {
+  InMemoryBacking::Config config;
+  config.physical_bytes = 256 * MiB;
+  core::Pool* pool = make_pool({}, config);
+  alloc(pool, 1 * MiB, kStream1);
+  const core::PoolStats before = engine.stats(pool);
+  std::uintptr_t address = 0x1;
+  EXPECT_EQ(try_alloc(pool, 1024 * MiB, kStream1, &address), Status::out_of_memory);
+  EXPECT_EQ(address, 0u);
+  const core::PoolStats after = engine.stats(pool);
+  EXPECT_EQ(after.reserved_current, before.reserved_current);  // the driver keeps ~all of it
+  EXPECT_EQ(after.reserved_high, before.reserved_high);
+  EXPECT_EQ(after.used_current, before.used_current);
+  EXPECT_EQ(after.used_high, before.used_high);
+  EXPECT_EQ(try_alloc(pool, 16 * MiB, kStream1, &address), Status::success);  // the next one works
+}
+
+TEST_F(Placement, ARequestTooLargeToRoundFailsCleanly) {
+  core::Pool* pool = make_pool();
+  std::uintptr_t address = 0x1;
+  EXPECT_EQ(try_alloc(pool, SIZE_MAX, kStream1, &address), Status::out_of_memory);
+  EXPECT_EQ(address, 0u);
+  EXPECT_EQ(reserved(pool), 0u);
+}
+
+TEST_F(Placement, LookupFindsTheAllocationFromAnInteriorPointer) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t block = alloc(pool, 1 * MiB, kStream1);
+  core::BlockInfo info;
+  ASSERT_TRUE(engine.lookup(reinterpret_cast<void*>(block + 100), &info));
+  EXPECT_EQ(info.base, block);
+  EXPECT_EQ(info.requested_bytes, 1 * MiB);
+  EXPECT_EQ(info.pool, pool);
+  EXPECT_TRUE(engine.owns(reinterpret_cast<void*>(block)));
+  EXPECT_FALSE(engine.owns(reinterpret_cast<void*>(0x1234)));
+}
+
+}  // namespace
+}  // namespace streampool::testing
