@@ -224,7 +224,13 @@ SyncTicket Engine::ticket_for_group(std::uintptr_t group, bool releases) {
 
 void Engine::commit(const SyncTicket& ticket) {
   state_->order.commit_host_completion(ticket.clock);
-  if (ticket.releases) for_each_pool([](Pool* pool) { pool->apply_release_threshold(); });
+  if (!ticket.releases) return;
+  std::vector<Pool*> pools;  // destroyed pools too: what their last frees left goes back now
+  {
+    std::lock_guard guard(state_->pools_mutex);
+    for (auto& pool : state_->pools) pools.push_back(pool.get());
+  }
+  for (Pool* pool : pools) pool->apply_release_threshold();
 }
 
 void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }

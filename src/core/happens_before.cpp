@@ -160,8 +160,9 @@ std::uint64_t HappensBefore::host_completed(std::uint32_t slot) const {
 
 Clock HappensBefore::reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic) {
   std::lock_guard guard(mutex_);
+  // Outstanding markers answer now; a destroyed stream's always counts (see poll_marker_locked).
   for (auto& other : all_) {
-    if (other->dead && other->marker) poll_marker_locked(other.get());
+    if (other->marker && (opportunistic || other->dead)) poll_marker_locked(other.get());
   }
   Clock bounds = host_completed_;
   if (opportunistic) merge_into(bounds, gpu_completed_);

@@ -188,7 +188,7 @@ void Pool::give_completed(std::uintptr_t address, std::size_t placed) {
 }
 
 void Pool::apply_release_threshold() {
-  const std::uint64_t threshold = release_threshold_.load(std::memory_order_relaxed);
+  const std::uint64_t threshold = destroyed() ? 0 : release_threshold_.load(std::memory_order_relaxed);
   if (reserved_now_.load(std::memory_order_acquire) <= threshold) return;
   std::lock_guard guard(mutex_);
   migrate_completed_locked(allow_opportunistic_.load(std::memory_order_relaxed) != 0);

@@ -1,6 +1,13 @@
 #include "in_memory_backing.hpp"
 
+#include <atomic>
+
 namespace streampool::testing {
+
+namespace {
+// One invented address space for every backing of the process, as a real device has.
+std::atomic<std::uintptr_t> g_next_base{std::uintptr_t{1} << 40};
+}  // namespace
 
 core::Status InMemoryBacking::reserve(std::size_t bytes, std::uintptr_t* base) {
   std::lock_guard guard(mutex_);
@@ -8,10 +15,9 @@ core::Status InMemoryBacking::reserve(std::size_t bytes, std::uintptr_t* base) {
     ++errors_;
     return core::Status::invalid_value;
   }
-  *base = next_base_;
-  reservations_.emplace(next_base_, bytes);
   // A gap between reservations, so that adjacency is never an accident the tests rely on.
-  next_base_ += bytes + config_.granule_bytes * 16;
+  *base = g_next_base.fetch_add(bytes + config_.granule_bytes * 16);
+  reservations_.emplace(*base, bytes);
   return core::Status::success;
 }
 

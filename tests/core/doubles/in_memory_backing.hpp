@@ -46,7 +46,6 @@ class InMemoryBacking final : public core::Backing {
  private:
   Config config_;
   mutable std::mutex mutex_;
-  std::uintptr_t next_base_ = std::uintptr_t{1} << 40;
   std::map<std::uintptr_t, std::size_t> reservations_;
   std::set<std::uintptr_t> mapped_granules_;
   std::size_t map_calls_ = 0;

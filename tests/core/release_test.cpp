@@ -1,0 +1,123 @@
+// Release threshold and TrimTo: driver-behaviour.md, "Sizes, rounding, growth".
+#include "engine_fixture.hpp"
+
+namespace streampool::testing {
+namespace {
+
+using core::PoolAttribute;
+using core::Status;
+
+class Release : public EngineTest {};
+
+TEST_F(Release, WithThresholdZeroMemoryIsKeptUntilASynchronisation) {
+  core::Pool* pool = make_pool();
+  free(alloc(pool, 1 * MiB, kStream1), kStream1);
+  EXPECT_EQ(reserved(pool), 32 * MiB);
+  synchronize(kStream1);
+  EXPECT_EQ(reserved(pool), 0u);
+  EXPECT_EQ(last_backing->mapped_bytes(), 0u);
+}
+
+TEST_F(Release, ASuccessfulQueryDoesNotRelease) {
+  core::Pool* pool = make_pool();
+  free(alloc(pool, 1 * MiB, kStream1), kStream1);
+  auto ticket = engine.ticket_for_stream(kStream1, /*releases=*/false);
+  engine.commit(ticket);
+  EXPECT_EQ(reserved(pool), 32 * MiB);
+}
+
+TEST_F(Release, AnEventSynchronizeReleases) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t block = alloc(pool, 1 * MiB, kStream1);
+  free(block, kStream1);
+  engine.event_recorded(0xE5, kStream1);
+  auto ticket = engine.ticket_for_event(0xE5, /*releases=*/true);
+  engine.commit(ticket);
+  EXPECT_EQ(reserved(pool), 0u);
+}
+
+TEST_F(Release, ADeviceSynchronizeReleases) {
+  core::Pool* pool = make_pool();
+  free(alloc(pool, 1 * MiB, kStream1), kStream1);
+  engine.commit(engine.ticket_for_all(/*releases=*/true));
+  EXPECT_EQ(reserved(pool), 0u);
+}
+
+TEST_F(Release, AboveTheThresholdExactlyTheThresholdIsKept) {
+  core::Pool* pool = make_pool();
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, 8 * MiB), Status::success);
+  free(alloc(pool, 64 * MiB, kStream1), kStream1);
+  synchronize(kStream1);
+  EXPECT_EQ(reserved(pool), 8 * MiB);  // the driver drops to 0 (whole chunks)
+}
+
+TEST_F(Release, FreesNotYetKnownCompleteAreNotReleased) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t pending = alloc(pool, 4 * MiB, kStream2);
+  ordering.enqueue_work(kStream2);
+  free(pending, kStream2);                 // s2 not synchronised: its kernel may still use it
+  free(alloc(pool, 8 * MiB, kStream1), kStream1);
+  synchronize(kStream1);
+  EXPECT_GE(reserved(pool), 4 * MiB);
+  EXPECT_TRUE(last_backing->is_mapped(pending));
+}
+
+TEST_F(Release, TrimToKeepsAtLeastTheBytesAskedFor) {
+  core::Pool* pool = make_pool();
+  free(alloc(pool, 32 * MiB, kStream1), kStream1);
+  synchronize(kStream1);  // threshold 0 released it already; allocate again under max threshold
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
+  free(alloc(pool, 32 * MiB, kStream1), kStream1);
+  synchronize(kStream1);
+  ASSERT_EQ(reserved(pool), 32 * MiB);
+  EXPECT_EQ(engine.trim_to(pool, 10 * MiB), Status::success);
+  EXPECT_EQ(reserved(pool), 10 * MiB);  // the driver keeps the whole 32 MiB chunk
+  EXPECT_EQ(engine.trim_to(pool, 0), Status::success);
+  EXPECT_EQ(reserved(pool), 0u);
+}
+
+TEST_F(Release, TrimToGivesBackEveryGranuleNoLiveBlockTouches) {
+  core::Pool* pool = make_pool();
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
+  const std::uintptr_t kept = alloc(pool, 1 * MiB, kStream1);
+  free(alloc(pool, 20 * MiB, kStream1), kStream1);
+  synchronize(kStream1);
+  EXPECT_EQ(engine.trim_to(pool, 0), Status::success);
+  EXPECT_EQ(reserved(pool), 2 * MiB);  // one granule; the driver keeps the 32 MiB chunk
+  EXPECT_TRUE(last_backing->is_mapped(kept));
+}
+
+TEST_F(Release, TrimmedSpaceIsMappedAgainWhenNeeded) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t first = alloc(pool, 8 * MiB, kStream1);
+  free(first, kStream1);
+  synchronize(kStream1);
+  ASSERT_EQ(reserved(pool), 0u);
+  const std::uintptr_t again = alloc(pool, 8 * MiB, kStream1);
+  EXPECT_EQ(again, first);  // the same address space, mapped anew
+  EXPECT_TRUE(last_backing->is_mapped(again));
+  EXPECT_EQ(last_backing->errors(), 0u);
+}
+
+TEST_F(Release, OutOfMemoryGivesBackFreeGranulesAndRetries) {
+  InMemoryBacking::Config config;
+  config.physical_bytes = 64 * MiB;
+  core::Pool* pool = make_pool({}, config);
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
+  // 64 MiB mapped, 12 MiB live near the start, the rest free but not contiguous with room.
+  const std::uintptr_t low = alloc(pool, 12 * MiB, kStream1);
+  const std::uintptr_t high = alloc(pool, 40 * MiB, kStream1);
+  free(high, kStream1);
+  synchronize(kStream1);
+  ASSERT_EQ(reserved(pool), 64 * MiB);
+  std::uintptr_t address = 0;
+  EXPECT_EQ(try_alloc(pool, 60 * MiB, kStream1, &address), Status::out_of_memory);  // 12 + 60 > 64
+  EXPECT_EQ(reserved(pool), 64 * MiB);  // a failed attempt leaves the pool as it was
+  EXPECT_EQ(try_alloc(pool, 50 * MiB, kStream1, &address), Status::success);
+  EXPECT_LE(reserved(pool), 64 * MiB);
+  EXPECT_NE(address, low);
+  EXPECT_EQ(last_backing->errors(), 0u);
+}
+
+}  // namespace
+}  // namespace streampool::testing
