@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the build needs where it is missing (Debian/Ubuntu), then configures the build.
+# Usage: tools/setup.sh [build-dir] [extra cmake args...]
+set -euo pipefail
+build_dir=${1:-build}
+shift || true
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v ninja >/dev/null || missing+=(ninja-build)
+command -v g++ >/dev/null || missing+=(g++)
+command -v python3 >/dev/null || missing+=(python3)
+[ -e /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+[ -e /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+  else sudo apt-get update -qq && sudo apt-get install -y -qq "${missing[@]}"; fi
+fi
+cuda_root=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -e "$cuda_root/include/cuda.h" ]; then
+  echo "setup: CUDA 13 toolkit headers not found under $cuda_root (set CUDA_HOME)" >&2
+  exit 1
+fi
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$(dirname "$0")/.." -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCUDAToolkit_ROOT="$cuda_root" "$@" >/dev/null
