@@ -41,14 +41,7 @@ AddressSpace::Region* AddressSpace::region_of(std::uintptr_t address) {
   return nullptr;
 }
 
-std::optional<std::uintptr_t> AddressSpace::take(std::size_t bytes) {
-  auto fit = free_.best_fit(bytes);
-  if (!fit) return std::nullopt;
-  free_.take(fit->address, bytes);
-  return fit->address;
-}
-
-std::optional<AddressSpace::GrowthPlan> AddressSpace::plan_growth(std::size_t bytes) const {
+std::optional<AddressSpace::GrowthPlan> AddressSpace::plan_growth(std::size_t bytes, const Usable& usable) const {
   if (chunked()) return std::nullopt;  // chunk backings grow by whole new regions only
   for (std::size_t r = 0; r < regions_.size(); ++r) {
     const Region& region = regions_[r];
@@ -61,7 +54,8 @@ std::optional<AddressSpace::GrowthPlan> AddressSpace::plan_growth(std::size_t by
       std::size_t end = g;
       while (end < usable_granules && !region.mapped[end]) ++end;
       const std::uintptr_t run_start = region.base + g * granule_bytes_;
-      const auto tail = free_.range_ending_at(run_start);
+      auto tail = free_.range_ending_at(run_start);
+      if (tail && !usable(tail->requirements)) tail.reset();
       const std::size_t have = tail ? tail->bytes : 0;
       const std::size_t need = bytes > have ? round_up(bytes - have, granule_bytes_) : 0;
       const std::size_t room = (end - g) * granule_bytes_;
@@ -108,7 +102,7 @@ Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t 
 }
 
 Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access,
-                                   std::uintptr_t* address) {
+                                   const Usable& usable, std::uintptr_t* address) {
   const std::size_t cap_left =
       cap_bytes_ == 0 ? SIZE_MAX : (cap_bytes_ > reserved_bytes_ ? cap_bytes_ - reserved_bytes_ : 0);
 
@@ -128,35 +122,38 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
       regions_.erase(regions_.begin() + static_cast<std::ptrdiff_t>(index));
       return mapped;
     }
-    free_.insert(region.base, region.usable_bytes, 0);
-    auto taken = take(bytes);
-    assert(taken);
-    *address = *taken;
+    free_.insert(region.base, region.usable_bytes);
+    free_.take(region.base, bytes);
+    *address = region.base;
     return Status::success;
   }
 
-  auto plan = plan_growth(bytes);
+  auto plan = plan_growth(bytes, usable);
   if (!plan) {
     if (round_up(bytes, granule_bytes_) > cap_left) return Status::out_of_memory;
     std::size_t index = 0;
     if (Status status = new_region(bytes, &index); !ok(status)) return status;
-    plan = plan_growth(bytes);
+    plan = plan_growth(bytes, usable);
     if (!plan) return Status::out_of_memory;
   }
   if (plan->map_bytes > cap_left) return Status::out_of_memory;
   // Grow by a whole 32 MiB chunk where there is room, so that small requests do not map
   // granule by granule (a map costs ~100 us); a larger request maps what it needs.
-  std::size_t want = std::max(plan->map_bytes, std::min(kGrowthChunkBytes, plan->room_bytes));
+  std::size_t want = std::max(plan->map_bytes, std::min(reserved_bytes_ == 0 ? kGrowthChunkBytes : granule_bytes_, plan->room_bytes));
   want = std::min(want, round_down(cap_left, granule_bytes_));
   Region& region = regions_[plan->region];
-  Status status = plan->map_bytes == 0 ? Status::success : map_range(region, plan->map_from, want, access);
+  Status status = map_range(region, plan->map_from, want, access);
   if (status == Status::out_of_memory && want > plan->map_bytes) {
     want = plan->map_bytes;
     status = map_range(region, plan->map_from, want, access);
   }
   if (!ok(status)) return status;
-  if (plan->map_bytes != 0) free_.insert(plan->map_from, want, 0);
-  free_.take(plan->start, bytes);
+  // The allocation takes the free tail and the start of the new granules; the rest of them
+  // enters the index on its own, so the tail's requirements do not spread over fresh memory.
+  if (plan->start < plan->map_from) free_.take(plan->start, plan->map_from - plan->start);
+  const std::uintptr_t allocation_end = plan->start + bytes;
+  const std::uintptr_t mapped_end = plan->map_from + want;
+  if (mapped_end > allocation_end) free_.insert(allocation_end, mapped_end - allocation_end);
   *address = plan->start;
   return Status::success;
 }
@@ -168,7 +165,10 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
     for (std::size_t r = regions_.size(); r-- > 0 && reserved_bytes_ > target_reserved_bytes;) {
       Region& region = regions_[r];
       auto range = free_.range_containing(region.base);
-      if (!range || range->address != region.base || range->bytes < region.usable_bytes) continue;
+      if (!range || !range->requirements.empty() || range->address != region.base ||
+          range->bytes < region.usable_bytes) {
+        continue;
+      }
       free_.take(region.base, region.usable_bytes);
       backing_.unmap(region.base, region.bytes);
       backing_.unreserve(region.base, region.bytes);
@@ -182,6 +182,7 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
   // fit from the lowest address keeps the live blocks.
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;
   free_.for_each([&](const FreeRange& range) {
+    if (!range.requirements.empty()) return;  // a free whose completion is not known yet
     const std::uintptr_t first = round_up(range.address, granule_bytes_);
     const std::uintptr_t last = round_down(range.address + range.bytes, granule_bytes_);
     if (last > first) runs.emplace_back(first, last);
@@ -207,7 +208,7 @@ void AddressSpace::restore(const std::vector<Run>& released, std::span<const Acc
   for (const Run& run : released) {
     Region* region = region_of(run.address);
     if (region == nullptr || !ok(map_range(*region, run.address, run.bytes, access))) continue;
-    free_.insert(run.address, run.bytes, 0);
+    free_.insert(run.address, run.bytes);
   }
 }
 

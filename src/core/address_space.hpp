@@ -33,16 +33,17 @@ class AddressSpace {
   AddressSpace(const AddressSpace&) = delete;
   AddressSpace& operator=(const AddressSpace&) = delete;
 
-  // Best fit among mapped free ranges.
-  std::optional<std::uintptr_t> take(std::size_t bytes);
-  void take_at(std::uintptr_t address, std::size_t bytes) { free_.take(address, bytes); }
-  // Memory whose last use is known complete, back into the pool-wide index.
-  void give(std::uintptr_t address, std::size_t bytes) { free_.insert(address, bytes, 0); }
-  // Maps what a `bytes` allocation needs (the lowest place where a free tail plus unmapped
-  // granules fit it, else a new reservation) and takes the allocation from it.
-  Status grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access,
+  // Freed memory into the index, with what must be known before another stream reuses it.
+  void give(std::uintptr_t address, std::size_t bytes, const Requirements& requirements = {}) {
+    free_.insert(address, bytes, requirements);
+  }
+  // Maps what a `bytes` allocation needs (the lowest place where a free tail that `usable`
+  // accepts plus unmapped granules fit it, else a new reservation) and takes the allocation.
+  using Usable = std::function<bool(const Requirements&)>;
+  Status grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access, const Usable& usable,
                        std::uintptr_t* address);
-  // Unmaps fully free granules, highest address first, until reserved <= target. Each run
+  // Unmaps free granules of ranges with no requirements left (FreeIndex::settle first),
+  // highest address first, until reserved <= target. Each run
   // given back is appended to `released` when asked, so that restore() can undo it.
   struct Run {
     std::uintptr_t address;
@@ -56,6 +57,7 @@ class AddressSpace {
   std::size_t reserved_bytes() const noexcept { return reserved_bytes_; }
   std::size_t cap_bytes() const noexcept { return cap_bytes_; }
   std::size_t granule_bytes() const noexcept { return granule_bytes_; }
+  FreeIndex& free_index() noexcept { return free_; }
   const FreeIndex& free_index() const noexcept { return free_; }
   bool contains(std::uintptr_t address) const;
   bool chunked_backing() const noexcept { return chunked(); }
@@ -76,7 +78,7 @@ class AddressSpace {
     std::size_t map_bytes = 0;      // what must be mapped at least
     std::size_t room_bytes = 0;     // unmapped granules available from map_from
   };
-  std::optional<GrowthPlan> plan_growth(std::size_t bytes) const;
+  std::optional<GrowthPlan> plan_growth(std::size_t bytes, const Usable& usable) const;
   Status new_region(std::size_t bytes, std::size_t* index);
   Status map_range(Region& region, std::uintptr_t from, std::size_t bytes,
                    std::span<const AccessDescriptor> access);

@@ -16,6 +16,7 @@ class EngineState {
   explicit EngineState(Ordering& ordering) : order(ordering) {}
 
   PoolStream* share_for(Pool* pool, StreamKey key);
+  PoolStream* share_for_slow(Pool* pool, StreamKey key, std::uint64_t generation);
 
   HappensBefore order;
   LiveTable live;
@@ -36,20 +37,32 @@ struct ShareCacheEntry {
   std::uint64_t generation = 0;
   PoolStream* share = nullptr;
 };
-thread_local std::array<ShareCacheEntry, 4> t_share_cache{};
-thread_local unsigned t_share_cache_next = 0;
+// initial-exec: the library is preloaded, and a dynamic TLS access would cost a call.
+__attribute__((tls_model("initial-exec"))) thread_local ShareCacheEntry t_last_share{};
+__attribute__((tls_model("initial-exec"))) thread_local std::array<ShareCacheEntry, 4> t_share_cache{};
+__attribute__((tls_model("initial-exec"))) thread_local unsigned t_share_cache_next = 0;
 
 }  // namespace
 
-PoolStream* EngineState::share_for(Pool* pool, StreamKey key) {
+inline PoolStream* EngineState::share_for(Pool* pool, StreamKey key) {
   const std::uint64_t generation = stream_generation();
+  if (t_last_share.pool == pool && t_last_share.key == key && t_last_share.engine == this &&
+      t_last_share.generation == generation) {
+    return t_last_share.share;
+  }
+  return share_for_slow(pool, key, generation);
+}
+
+PoolStream* EngineState::share_for_slow(Pool* pool, StreamKey key, std::uint64_t generation) {
   for (const ShareCacheEntry& entry : t_share_cache) {
     if (entry.pool == pool && entry.key == key && entry.engine == this && entry.generation == generation) {
+      t_last_share = entry;
       return entry.share;
     }
   }
   PoolStream* share = pool->stream_share(order.stream(key));
-  t_share_cache[t_share_cache_next++ % t_share_cache.size()] = {this, pool, key, generation, share};
+  t_last_share = {this, pool, key, generation, share};
+  t_share_cache[t_share_cache_next++ % t_share_cache.size()] = t_last_share;
   return share;
 }
 
@@ -116,22 +129,21 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   PoolStream* share = state_->share_for(pool, stream);
   std::uintptr_t address = 0;
   bool found = false;
+  bool charged = false;
   {
     std::lock_guard guard(share->lock);
     if (auto exact = share->take_exact(placed)) {
       address = *exact;
       found = true;
-    } else if (!share->pending.empty()) {
-      if (auto fit = share->take_best_fit(placed)) {
-        address = *fit;
-        found = true;
-      }
+      charged = UsageCounter::try_charge(*share->usage, bytes);
     }
   }
   if (!found) {
     if (Status status = pool->allocate_slow(*share, placed, &address); !ok(status)) return status;
+    std::lock_guard guard(share->lock);
+    charged = UsageCounter::try_charge(*share->usage, bytes);
   }
-  pool->usage().charge(*share->usage, bytes);
+  if (!charged) pool->usage().charge_slow(*share->usage, bytes);
   state_->live.insert(LiveBlock{address, placed, bytes, pool});
   *out = reinterpret_cast<void*>(address);
   return Status::success;
@@ -144,11 +156,13 @@ Status Engine::free(void* ptr, StreamKey stream) {
   Pool* pool = block->pool;
   PoolStream* share = state_->share_for(pool, stream);
   const std::uint64_t tick = state_->order.free_tick(share->stream);
+  std::optional<CachedFree> evicted;
   {
     std::lock_guard guard(share->lock);
-    share->push(address, block->placed_bytes, tick);
+    evicted = share->push(CachedFree{address, block->placed_bytes, tick});
+    UsageCounter::credit(*share->usage, block->requested_bytes);
   }
-  pool->usage().credit(*share->usage, block->requested_bytes);
+  if (evicted) pool->give_evicted(*share, *evicted);
   if (pool->destroyed()) pool->trim_to(0);
   return Status::success;
 }
@@ -157,7 +171,7 @@ Status Engine::free_completed(void* ptr) {
   auto block = state_->live.erase(reinterpret_cast<std::uintptr_t>(ptr));
   if (!block) return Status::invalid_value;
   block->pool->give_completed(block->address, block->placed_bytes);
-  block->pool->usage().credit(*block->pool->host_shard(), block->requested_bytes);
+  block->pool->usage().credit_locking(block->pool->host_shard(), block->requested_bytes);
   if (block->pool->destroyed()) block->pool->trim_to(0);
   return Status::success;
 }

@@ -1,49 +1,70 @@
 #include "free_index.hpp"
 
-#include <algorithm>
 #include <cassert>
 
 namespace streampool::core {
 
-void FreeIndex::add(std::uintptr_t address, std::size_t bytes, std::uint64_t tick) {
-  by_address_.emplace(address, Entry{bytes, tick});
-  by_size_.emplace(bytes, address);
-  free_bytes_ += bytes;
-}
-
-void FreeIndex::remove(std::map<std::uintptr_t, Entry>::iterator it) {
+void FreeIndex::remove(AddressMap::iterator it) {
   by_size_.erase({it->second.bytes, it->first});
   free_bytes_ -= it->second.bytes;
   by_address_.erase(it);
 }
 
-void FreeIndex::insert(std::uintptr_t address, std::size_t bytes, std::uint64_t tick) {
+// Moves a range's start and/or size, reusing both tree nodes. (GCC 12 sees a null pointer in
+// node_handle::value() that the emptiness check excludes: a known false positive.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+void FreeIndex::resize(AddressMap::iterator it, std::uintptr_t new_address, std::size_t new_bytes) {
+  auto size_node = by_size_.extract({it->second.bytes, it->first});
+  free_bytes_ = free_bytes_ - it->second.bytes + new_bytes;
+  if (size_node.empty()) {  // cannot happen: both orders always hold the same ranges
+    by_size_.emplace(new_bytes, new_address);
+  } else {
+    size_node.value() = {new_bytes, new_address};
+    by_size_.insert(std::move(size_node));
+  }
+  if (new_address != it->first) {
+    auto address_node = by_address_.extract(it);
+    address_node.key() = new_address;
+    address_node.mapped().bytes = new_bytes;
+    by_address_.insert(std::move(address_node));
+  } else {
+    it->second.bytes = new_bytes;
+  }
+}
+#pragma GCC diagnostic pop
+
+void FreeIndex::insert(std::uintptr_t address, std::size_t bytes, const Requirements& requirements) {
   assert(bytes > 0);
   auto next = by_address_.lower_bound(address);
-  if (next != by_address_.end() && next->first == address + bytes) {
-    bytes += next->second.bytes;
-    tick = std::max(tick, next->second.tick);
-    remove(next);
-  }
-  auto after = by_address_.lower_bound(address);
-  if (after != by_address_.begin()) {
-    auto prev = std::prev(after);
-    if (prev->first + prev->second.bytes == address) {
-      address = prev->first;
-      bytes += prev->second.bytes;
-      tick = std::max(tick, prev->second.tick);
-      remove(prev);
-    }
-  }
-  add(address, bytes, tick);
-}
+  auto prev = next == by_address_.begin() ? by_address_.end() : std::prev(next);
+  const bool joins_prev = prev != by_address_.end() && prev->first + prev->second.bytes == address;
+  const bool joins_next = next != by_address_.end() && next->first == address + bytes;
 
-std::optional<FreeRange> FreeIndex::best_fit(std::size_t bytes, std::uint64_t max_tick) const {
-  for (auto it = by_size_.lower_bound({bytes, 0}); it != by_size_.end(); ++it) {
-    const Entry& entry = by_address_.find(it->second)->second;
-    if (entry.tick <= max_tick) return FreeRange{it->second, it->first, entry.tick};
+  Requirements with_prev = requirements;
+  const bool merge_prev = joins_prev && with_prev.absorb(prev->second.requirements);
+  if (merge_prev) {
+    Requirements with_both = with_prev;
+    if (joins_next && with_both.absorb(next->second.requirements)) {
+      const std::size_t total = prev->second.bytes + bytes + next->second.bytes;
+      remove(next);
+      prev->second.requirements = with_both;
+      resize(prev, prev->first, total);
+      return;
+    }
+    prev->second.requirements = with_prev;
+    resize(prev, prev->first, prev->second.bytes + bytes);
+    return;
   }
-  return std::nullopt;
+  Requirements with_next = requirements;
+  if (joins_next && with_next.absorb(next->second.requirements)) {
+    next->second.requirements = with_next;
+    resize(next, address, next->second.bytes + bytes);
+    return;
+  }
+  by_address_.emplace(address, Entry{bytes, requirements});
+  by_size_.emplace(bytes, address);
+  free_bytes_ += bytes;
 }
 
 void FreeIndex::take(std::uintptr_t address, std::size_t bytes) {
@@ -51,21 +72,38 @@ void FreeIndex::take(std::uintptr_t address, std::size_t bytes) {
   assert(it != by_address_.begin());
   --it;
   const std::uintptr_t start = it->first;
-  const std::size_t range_bytes = it->second.bytes;
-  const std::uint64_t tick = it->second.tick;
-  assert(address >= start && address + bytes <= start + range_bytes);
-  remove(it);
-  if (address > start) add(start, address - start, tick);
-  const std::uintptr_t end = start + range_bytes;
-  if (address + bytes < end) add(address + bytes, end - (address + bytes), tick);
+  const std::uintptr_t end = start + it->second.bytes;
+  assert(address >= start && address + bytes <= end);
+  if (address == start && address + bytes == end) {
+    remove(it);
+  } else if (address == start) {
+    resize(it, address + bytes, end - (address + bytes));
+  } else {
+    const Requirements requirements = it->second.requirements;
+    resize(it, start, address - start);
+    if (address + bytes < end) {
+      by_address_.emplace(address + bytes, Entry{end - (address + bytes), requirements});
+      by_size_.emplace(end - (address + bytes), address + bytes);
+      free_bytes_ += end - (address + bytes);
+    }
+  }
 }
 
-std::optional<FreeRange> FreeIndex::take_range_at(std::uintptr_t address) {
-  auto it = by_address_.find(address);
-  if (it == by_address_.end()) return std::nullopt;
-  FreeRange range{it->first, it->second.bytes, it->second.tick};
-  remove(it);
-  return range;
+void FreeIndex::merge_all() {
+  auto it = by_address_.begin();
+  while (it != by_address_.end()) {
+    auto next = std::next(it);
+    if (next == by_address_.end()) break;
+    Requirements merged = it->second.requirements;
+    if (it->first + it->second.bytes == next->first && merged.absorb(next->second.requirements)) {
+      const std::size_t total = it->second.bytes + next->second.bytes;
+      remove(next);
+      it->second.requirements = merged;
+      resize(it, it->first, total);
+    } else {
+      it = next;
+    }
+  }
 }
 
 std::optional<FreeRange> FreeIndex::range_ending_at(std::uintptr_t end) const {
@@ -73,7 +111,7 @@ std::optional<FreeRange> FreeIndex::range_ending_at(std::uintptr_t end) const {
   if (it == by_address_.begin()) return std::nullopt;
   --it;
   if (it->first + it->second.bytes != end) return std::nullopt;
-  return FreeRange{it->first, it->second.bytes, it->second.tick};
+  return FreeRange{it->first, it->second.bytes, it->second.requirements};
 }
 
 std::optional<FreeRange> FreeIndex::range_containing(std::uintptr_t address) const {
@@ -81,7 +119,7 @@ std::optional<FreeRange> FreeIndex::range_containing(std::uintptr_t address) con
   if (it == by_address_.begin()) return std::nullopt;
   --it;
   if (address >= it->first + it->second.bytes) return std::nullopt;
-  return FreeRange{it->first, it->second.bytes, it->second.tick};
+  return FreeRange{it->first, it->second.bytes, it->second.requirements};
 }
 
 }  // namespace streampool::core

@@ -1,71 +1,83 @@
 // FreeIndex: free address ranges, coalesced, searchable by best fit.
 //
 // Two orders over the same ranges: by address (to merge a freed range with its neighbours)
-// and by (size, address) (best fit, lowest address among equals, as the driver places).
-// Each range carries the tick of the latest free merged into it: a per-stream index uses it
-// to tell which of its ranges another stream may already reuse (see happens_before.hpp);
-// the pool-wide index of completed frees ignores it. Not thread-safe: the owner locks.
-// std::map nodes cost an allocation, which is why the same-stream fast path keeps a small
-// cache in front of this index (pool_stream.hpp) and only the slow paths come here.
+// and by (size, address) (best fit, lowest address among equals, as the driver places). Each
+// range carries the Requirements for reusing it. Splitting and merging update tree nodes in
+// place (extract, change, reinsert), so the common operations allocate nothing.
+// Not thread-safe: the pool's mutex guards it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <utility>
+
+#include "requirements.hpp"
 
 namespace streampool::core {
 
 struct FreeRange {
   std::uintptr_t address = 0;
   std::size_t bytes = 0;
-  std::uint64_t tick = 0;
+  Requirements requirements;
 };
 
 class FreeIndex {
  public:
-  static constexpr std::uint64_t kAnyTick = std::numeric_limits<std::uint64_t>::max();
+  // Adds [address, address+bytes), merging with neighbours whose requirements unite.
+  void insert(std::uintptr_t address, std::size_t bytes, const Requirements& requirements = {});
 
-  // Adds [address, address+bytes), merging with free neighbours (the merged tick is the max).
-  void insert(std::uintptr_t address, std::size_t bytes, std::uint64_t tick);
+  // Smallest range of at least `bytes` (lowest address among equals) that `usable` accepts.
+  template <typename Usable>
+  std::optional<FreeRange> best_fit(std::size_t bytes, Usable&& usable) const {
+    for (auto it = by_size_.lower_bound({bytes, 0}); it != by_size_.end(); ++it) {
+      const Entry& entry = by_address_.find(it->second)->second;
+      if (usable(entry.requirements)) return FreeRange{it->second, it->first, entry.requirements};
+    }
+    return std::nullopt;
+  }
+  std::optional<FreeRange> best_fit(std::size_t bytes) const {
+    return best_fit(bytes, [](const Requirements&) { return true; });
+  }
 
-  // Smallest range of at least `bytes` (lowest address among equals) whose tick is <= max_tick.
-  std::optional<FreeRange> best_fit(std::size_t bytes, std::uint64_t max_tick = kAnyTick) const;
-
-  // Removes [address, address+bytes) which must lie inside one free range; the rest of that
-  // range stays free with its tick.
+  // Removes [address, address+bytes), which must lie inside one free range; the rest of that
+  // range stays free with its requirements.
   void take(std::uintptr_t address, std::size_t bytes);
 
-  // Takes the whole range starting at `address` (exactly as stored), returning it.
-  std::optional<FreeRange> take_range_at(std::uintptr_t address);
+  // Clears the requirements `met` accepts, then merges neighbours that now unite.
+  template <typename Met>
+  void settle(Met&& met) {
+    for (auto& [address, entry] : by_address_) {
+      if (!entry.requirements.empty() && met(entry.requirements)) entry.requirements = Requirements{};
+    }
+    merge_all();
+  }
 
-  // The range ending exactly at `end`, if any.
   std::optional<FreeRange> range_ending_at(std::uintptr_t end) const;
-  // The free range containing `address`, if any.
   std::optional<FreeRange> range_containing(std::uintptr_t address) const;
 
   bool empty() const noexcept { return by_address_.empty(); }
   std::size_t range_count() const noexcept { return by_address_.size(); }
   std::size_t free_bytes() const noexcept { return free_bytes_; }
 
-  // Visits ranges in address order; the visitor must not modify the index.
   template <typename Visit>
   void for_each(Visit&& visit) const {
-    for (const auto& [address, entry] : by_address_) visit(FreeRange{address, entry.bytes, entry.tick});
+    for (const auto& [address, entry] : by_address_) visit(FreeRange{address, entry.bytes, entry.requirements});
   }
 
  private:
   struct Entry {
     std::size_t bytes;
-    std::uint64_t tick;
+    Requirements requirements;
   };
-  void add(std::uintptr_t address, std::size_t bytes, std::uint64_t tick);
-  void remove(std::map<std::uintptr_t, Entry>::iterator it);
+  using AddressMap = std::map<std::uintptr_t, Entry>;
+  void resize(AddressMap::iterator it, std::uintptr_t new_address, std::size_t new_bytes);
+  void remove(AddressMap::iterator it);
+  void merge_all();
 
-  std::map<std::uintptr_t, Entry> by_address_;
+  AddressMap by_address_;
   std::set<std::pair<std::size_t, std::uintptr_t>> by_size_;
   std::size_t free_bytes_ = 0;
 };

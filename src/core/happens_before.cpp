@@ -4,13 +4,6 @@
 
 namespace streampool::core {
 
-namespace {
-std::atomic<std::uint64_t> g_stream_generation{1};
-}  // namespace
-
-std::uint64_t stream_generation() noexcept { return g_stream_generation.load(std::memory_order_acquire); }
-void advance_stream_generation() noexcept { g_stream_generation.fetch_add(1, std::memory_order_acq_rel); }
-
 void merge_into(Clock& into, const Clock& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);
   for (std::size_t i = 0; i < from.size(); ++i) into[i] = std::max(into[i], from[i]);
@@ -57,7 +50,18 @@ std::uint64_t HappensBefore::cut(StreamState* stream) {
   return stream->tick.fetch_add(1, std::memory_order_acq_rel);
 }
 
-// What `stream` is ordered after right now, including the implicit synchronisation of the
+// What work queued on `stream` so far is ordered after: its own frees up to a fresh cut and
+// its explicit clock. Not the legacy stream's implicit order: that binds only work queued
+// from now on, and a synchronisation or an event covers work already queued, whose
+// submission time streampool does not see.
+Clock HappensBefore::position_locked(StreamState* stream) {
+  const std::uint64_t own = cut(stream);
+  Clock clock = stream->clock;
+  raise(clock, stream->slot, own);
+  return clock;
+}
+
+// What work `stream` queues from now on is ordered after, including the implicit synchronisation of the
 // legacy default stream with the blocking streams of its group (one level: transitive order
 // through the legacy stream is only known where its own clock records it).
 Clock HappensBefore::effective_clock_locked(StreamState* stream) {
@@ -83,10 +87,7 @@ Clock HappensBefore::effective_clock_locked(StreamState* stream) {
 void HappensBefore::event_recorded(EventKey event, StreamKey key) {
   std::lock_guard guard(mutex_);
   StreamState* stream = stream_locked(key);
-  const std::uint64_t own = cut(stream);
-  Clock clock = effective_clock_locked(stream);
-  raise(clock, stream->slot, own);
-  events_[event] = std::move(clock);
+  events_[event] = position_locked(stream);
 }
 
 void HappensBefore::stream_waited(StreamKey waiter, EventKey event) {
@@ -124,11 +125,7 @@ void HappensBefore::stream_destroyed(StreamKey key) {
 
 Clock HappensBefore::ticket_for_stream(StreamKey key) {
   std::lock_guard guard(mutex_);
-  StreamState* stream = stream_locked(key);
-  const std::uint64_t own = cut(stream);
-  Clock clock = effective_clock_locked(stream);
-  raise(clock, stream->slot, own);
-  return clock;
+  return position_locked(stream_locked(key));
 }
 
 Clock HappensBefore::ticket_for_event(EventKey event) {
@@ -158,6 +155,18 @@ std::uint64_t HappensBefore::host_completed(std::uint32_t slot) const {
   return at(host_completed_, slot);
 }
 
+StreamState* HappensBefore::by_slot(std::uint32_t slot) const {
+  std::lock_guard guard(mutex_);
+  return slot < all_.size() ? all_[slot].get() : nullptr;
+}
+
+Clock HappensBefore::completed(bool opportunistic) const {
+  std::lock_guard guard(mutex_);
+  Clock clock = host_completed_;
+  if (opportunistic) merge_into(clock, gpu_completed_);
+  return clock;
+}
+
 Clock HappensBefore::reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic) {
   std::lock_guard guard(mutex_);
   // Outstanding markers answer now; a destroyed stream's always counts (see poll_marker_locked).
@@ -182,9 +191,7 @@ void HappensBefore::poll_marker_locked(StreamState* stream) {
 }
 
 bool HappensBefore::record_marker_locked(StreamState* stream) {
-  const std::uint64_t own = cut(stream);  // before the real record: it covers frees up to `own`
-  Clock covers = effective_clock_locked(stream);
-  raise(covers, stream->slot, own);
+  Clock covers = position_locked(stream);  // cut before the real record: it covers frees so far
   Marker marker = 0;
   if (ordering_.record(stream->key, &marker) != Status::success) return false;
   stream->marker = StreamState::PendingMarker{marker, std::move(covers)};

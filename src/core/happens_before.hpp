@@ -8,7 +8,8 @@
 //   event record on s     the event takes s's clock (and s's cut);
 //   stream wait on event  the waiter's clock absorbs the event's;
 //   legacy default stream it waits for, and is waited on by, every blocking stream of its
-//                         group, so those clocks are merged whenever one is read;
+//                         group: work queued from now on is ordered after the partner's
+//                         frees so far (used for reuse, never for what is already queued);
 //   host synchronisation  everything the synchronised stream or event had seen is complete.
 // Completion is kept apart from ordering: host_completed (the program observed it: any stream
 // may reuse those frees, whatever the pool's flags) and gpu_completed (streampool's own markers
@@ -83,10 +84,15 @@ class HappensBefore {
   bool insert_dependency(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick);
 
   std::uint64_t host_completed(std::uint32_t slot) const;
+  // The stream that owns a slot (live or destroyed).
+  StreamState* by_slot(std::uint32_t slot) const;
+  // Per slot, the frees known complete (by the host, and by markers where opportunistic).
+  Clock completed(bool opportunistic) const;
 
  private:
   StreamState* stream_locked(StreamKey key);
   std::uint64_t cut(StreamState* stream);
+  Clock position_locked(StreamState* stream);
   Clock effective_clock_locked(StreamState* stream);
   void poll_marker_locked(StreamState* stream);
   bool record_marker_locked(StreamState* stream);
@@ -105,7 +111,8 @@ class HappensBefore {
 
 // Bumped whenever a stream key may come to mean another stream (or an engine goes away):
 // caches keyed by stream key check it.
-std::uint64_t stream_generation() noexcept;
-void advance_stream_generation() noexcept;
+inline std::atomic<std::uint64_t> g_stream_generation{1};
+inline std::uint64_t stream_generation() noexcept { return g_stream_generation.load(std::memory_order_acquire); }
+inline void advance_stream_generation() noexcept { g_stream_generation.fetch_add(1, std::memory_order_acq_rel); }
 
 }  // namespace streampool::core

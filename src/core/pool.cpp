@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "sizes.hpp"
 
@@ -34,15 +35,16 @@ Pool::Pool(const PoolProps& props, std::unique_ptr<Backing> backing, HappensBefo
       order_(order),
       space_(*backing_, props.max_size != 0 ? round_up(props.max_size, kGrowthChunkBytes) : 0,
              std::move(on_region)),
-      host_shard_(usage_.new_shard()) {}
+      host_shard_(usage_.new_shard(host_shard_lock_)) {}
 
 Pool::~Pool() = default;
 
 PoolStream* Pool::stream_share(StreamState* stream) {
   std::lock_guard guard(mutex_);
   if (auto it = shares_.find(stream); it != shares_.end()) return it->second;
-  all_shares_.push_back(std::make_unique<PoolStream>(stream, usage_.new_shard()));
+  all_shares_.push_back(std::make_unique<PoolStream>(stream));
   PoolStream* share = all_shares_.back().get();
+  share->usage = usage_.new_shard(share->lock);
   shares_.emplace(stream, share);
   return share;
 }
@@ -52,134 +54,9 @@ void Pool::note_reserved_locked() {
   reserved_now_.store(space_.reserved_bytes(), std::memory_order_release);
 }
 
-bool Pool::take_reusable(PoolStream& requester, std::size_t placed, const Clock& bounds, Candidate* taken) {
-  std::vector<Candidate> candidates;
-  if (auto fit = space_.free_index().best_fit(placed)) candidates.push_back({nullptr, *fit});
-  for (auto& share : all_shares_) {
-    if (share.get() == &requester) continue;
-    const std::uint64_t bound = at(bounds, share->stream->slot);
-    if (bound == 0) continue;
-    std::lock_guard share_guard(share->lock);
-    if (!share->has_free()) continue;
-    share->flush_cache();
-    if (auto fit = share->pending.best_fit(placed, bound)) candidates.push_back({share.get(), *fit});
-  }
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.range.bytes != b.range.bytes ? a.range.bytes < b.range.bytes : a.range.address < b.range.address;
-  });
-  // A stream's own fast path may have taken a candidate since: check again under its lock.
-  for (const Candidate& candidate : candidates) {
-    if (candidate.source == nullptr) {
-      space_.take_at(candidate.range.address, placed);
-      *taken = candidate;
-      return true;
-    }
-    std::lock_guard share_guard(candidate.source->lock);
-    candidate.source->flush_cache();
-    auto still = candidate.source->pending.range_containing(candidate.range.address);
-    if (still && still->tick <= at(bounds, candidate.source->stream->slot) &&
-        still->address + still->bytes >= candidate.range.address + placed) {
-      candidate.source->pending.take(candidate.range.address, placed);
-      *taken = candidate;
-      return true;
-    }
-  }
-  return false;
-}
-
-void Pool::migrate_completed_locked(bool opportunistic) {
-  StreamState* any = all_shares_.empty() ? nullptr : all_shares_.front()->stream;
-  if (any == nullptr) return;
-  const Clock completed = order_.reuse_bounds(any, /*follow_events=*/false, opportunistic);
-  std::vector<FreeRange> done;
-  for (auto& share : all_shares_) {
-    const std::uint64_t bound = at(completed, share->stream->slot);
-    if (bound == 0) continue;
-    std::lock_guard share_guard(share->lock);
-    share->flush_cache();
-    done.clear();
-    share->pending.for_each([&](const FreeRange& range) {
-      if (range.tick <= bound) done.push_back(range);
-    });
-    for (const FreeRange& range : done) share->pending.take_range_at(range.address);
-    for (const FreeRange& range : done) space_.give(range.address, range.bytes);
-  }
-}
-
-void Pool::request_markers_locked(PoolStream& requester) {
-  for (auto& share : all_shares_) {
-    if (share.get() == &requester) continue;
-    std::uint64_t needed = 0;
-    {
-      std::lock_guard share_guard(share->lock);
-      if (!share->has_free()) continue;
-      needed = share->max_free_tick;
-    }
-    order_.refresh_marker(share->stream, needed);
-  }
-}
-
-bool Pool::insert_dependencies_locked(PoolStream& requester) {
-  bool inserted = false;
-  for (auto& share : all_shares_) {
-    if (share.get() == &requester) continue;
-    std::uint64_t needed = 0;
-    {
-      std::lock_guard share_guard(share->lock);
-      if (!share->has_free()) continue;
-      needed = share->max_free_tick;
-    }
-    inserted |= order_.insert_dependency(requester.stream, share->stream, needed);
-  }
-  return inserted;
-}
-
-Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address) {
+void Pool::give_evicted(const PoolStream& owner, const CachedFree& freed) {
   std::lock_guard guard(mutex_);
-  const bool follow = follow_event_dependencies_.load(std::memory_order_relaxed) != 0;
-  const bool opportunistic = allow_opportunistic_.load(std::memory_order_relaxed) != 0;
-  const bool internal = allow_internal_dependencies_.load(std::memory_order_relaxed) != 0;
-
-  auto reuse_or_grow = [&]() -> Status {
-    {
-      std::lock_guard own(requester.lock);  // another thread on this stream may have freed
-      if (auto own_fit = requester.take_best_fit(placed)) {
-        *address = *own_fit;
-        return Status::success;
-      }
-    }
-    const Clock bounds = order_.reuse_bounds(requester.stream, follow, opportunistic);
-    Candidate taken;
-    if (take_reusable(requester, placed, bounds, &taken)) {
-      *address = taken.range.address;
-      return Status::success;
-    }
-    migrate_completed_locked(opportunistic);
-    if (auto merged = space_.take(placed)) {
-      *address = *merged;
-      return Status::success;
-    }
-    Status status = space_.grow_and_take(placed, access_, address);
-    if (ok(status)) {
-      note_reserved_locked();
-      if (opportunistic) request_markers_locked(requester);  // answers come on later requests
-    }
-    return status;
-  };
-
-  Status status = reuse_or_grow();
-  if (status == Status::out_of_memory && internal && insert_dependencies_locked(requester)) {
-    status = reuse_or_grow();
-  }
-  // Free granules may be what stands between the device and a contiguous mapping: give them
-  // back and try once more; if that fails too, map them again, so the pool stays as it was.
-  std::vector<AddressSpace::Run> released;
-  if (status == Status::out_of_memory && !space_.chunked_backing() && space_.release_to(0, &released) != 0) {
-    status = reuse_or_grow();
-    if (!ok(status)) space_.restore(released, access_);
-    note_reserved_locked();
-  }
-  return status;
+  space_.give(freed.address, freed.bytes, Requirements::of(owner.stream->slot, freed.tick));
 }
 
 void Pool::give_completed(std::uintptr_t address, std::size_t placed) {
@@ -187,18 +64,144 @@ void Pool::give_completed(std::uintptr_t address, std::size_t placed) {
   space_.give(address, placed);
 }
 
+void Pool::flush_caches_locked() {
+  for (auto& share : all_shares_) {
+    std::lock_guard share_guard(share->lock);
+    for (std::size_t i = 0; i < share->cache_count; ++i) {
+      const CachedFree& freed = share->cache[i];
+      space_.give(freed.address, freed.bytes, Requirements::of(share->stream->slot, freed.tick));
+    }
+    share->cache_count = 0;
+  }
+}
+
+void Pool::settle_locked() {
+  const Clock completed = order_.completed(allow_opportunistic_.load(std::memory_order_relaxed) != 0);
+  space_.free_index().settle([&](const Requirements& requirements) {
+    return requirements.met_by([&](std::uint32_t slot) { return at(completed, slot); });
+  });
+}
+
+std::vector<Requirement> Pool::blocking_requirements_locked(std::size_t placed) const {
+  std::vector<Requirement> blocking;
+  space_.free_index().for_each([&](const FreeRange& range) {
+    if (range.bytes < placed) return;
+    for (const Requirement& requirement : range.requirements) {
+      auto it = std::find_if(blocking.begin(), blocking.end(),
+                             [&](const Requirement& known) { return known.slot == requirement.slot; });
+      if (it == blocking.end()) {
+        blocking.push_back(requirement);
+      } else if (requirement.tick > it->tick) {
+        it->tick = requirement.tick;
+      }
+    }
+  });
+  return blocking;
+}
+
+// Best fit between the requester's own cache and the index ranges it may use; takes it.
+Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address,
+                                  bool follow) {
+  const bool opportunistic = allow_opportunistic_.load(std::memory_order_relaxed) != 0;
+  const std::uint32_t own_slot = requester.stream->slot;
+  // What the requester knows of other streams is asked for only when a range needs it: a
+  // stream that reuses its own frees never takes the tracker's lock.
+  std::optional<Clock> bounds;
+  const auto known = [&](std::uint32_t slot) -> std::uint64_t {
+    if (slot == own_slot) return UINT64_MAX;
+    if (!bounds) bounds = order_.reuse_bounds(requester.stream, follow, opportunistic);
+    return at(*bounds, slot);
+  };
+  const auto usable = [&](const Requirements& requirements) { return requirements.met_by(known); };
+  FreeIndex& index = space_.free_index();
+
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto fit = index.best_fit(placed, usable);
+    std::optional<CachedFree> cached;
+    {
+      std::lock_guard own(requester.lock);
+      if (auto i = requester.best_fit(placed)) {
+        const CachedFree& entry = requester.cache[*i];
+        if (!fit || entry.bytes < fit->bytes || (entry.bytes == fit->bytes && entry.address < fit->address)) {
+          cached = entry;
+          requester.remove_at(*i);
+        }
+      }
+    }
+    if (cached) {
+      if (cached->bytes > placed) {
+        space_.give(cached->address + placed, cached->bytes - placed, Requirements::of(own_slot, cached->tick));
+      }
+      *address = cached->address;
+      return Status::success;
+    }
+    if (fit) {
+      index.take(fit->address, placed);
+      *address = fit->address;
+      return Status::success;
+    }
+    if (pass == 0) {  // before growing: every cache into the index, completed frees coalesced
+      flush_caches_locked();
+      settle_locked();
+    }
+  }
+
+  const Status status = space_.grow_and_take(placed, access_, usable, address);
+  if (ok(status)) {
+    note_reserved_locked();
+    if (opportunistic) {
+      // Markers on the streams whose frees would have fitted: the answer serves later requests.
+      for (const Requirement& requirement : blocking_requirements_locked(placed)) {
+        if (requirement.slot == own_slot) continue;
+        if (StreamState* stream = order_.by_slot(requirement.slot)) order_.refresh_marker(stream, requirement.tick);
+      }
+    }
+  }
+  return status;
+}
+
+Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address) {
+  std::lock_guard guard(mutex_);
+  const bool follow = follow_event_dependencies_.load(std::memory_order_relaxed) != 0;
+  const bool internal = allow_internal_dependencies_.load(std::memory_order_relaxed) != 0;
+
+  Status status = reuse_or_grow_locked(requester, placed, address, follow);
+  if (status == Status::out_of_memory && internal) {
+    bool inserted = false;
+    for (const Requirement& requirement : blocking_requirements_locked(placed)) {
+      if (requirement.slot == requester.stream->slot) continue;
+      if (StreamState* freer = order_.by_slot(requirement.slot)) {
+        inserted |= order_.insert_dependency(requester.stream, freer, requirement.tick);
+      }
+    }
+    // The waits are streampool's own: the order they create counts whatever FOLLOW says.
+    if (inserted) status = reuse_or_grow_locked(requester, placed, address, /*follow=*/true);
+  }
+  // Free granules may be what stands between the device and a contiguous mapping: give them
+  // back and try once more; if that fails too, map them again, so the pool stays as it was.
+  std::vector<AddressSpace::Run> released;
+  if (status == Status::out_of_memory && !space_.chunked_backing() && space_.release_to(0, &released) != 0) {
+    status = reuse_or_grow_locked(requester, placed, address, follow);
+    if (!ok(status)) space_.restore(released, access_);
+    note_reserved_locked();
+  }
+  return status;
+}
+
 void Pool::apply_release_threshold() {
   const std::uint64_t threshold = destroyed() ? 0 : release_threshold_.load(std::memory_order_relaxed);
   if (reserved_now_.load(std::memory_order_acquire) <= threshold) return;
   std::lock_guard guard(mutex_);
-  migrate_completed_locked(allow_opportunistic_.load(std::memory_order_relaxed) != 0);
+  flush_caches_locked();
+  settle_locked();
   space_.release_to(threshold);
   note_reserved_locked();
 }
 
 Status Pool::trim_to(std::size_t min_bytes_to_keep) {
   std::lock_guard guard(mutex_);
-  migrate_completed_locked(allow_opportunistic_.load(std::memory_order_relaxed) != 0);
+  flush_caches_locked();
+  settle_locked();
   space_.release_to(min_bytes_to_keep);
   note_reserved_locked();
   return Status::success;

@@ -1,13 +1,16 @@
 // Pool: one stream-ordered memory pool: its properties and attributes, its address space,
 // its per-stream free lists and its statistics, and the allocation policy that ties them.
 //
-// Allocation looks, in order, for memory that is provably safe for the requesting stream:
-//   1. the stream's own frees (fast path, in Engine: exact size from the cache, best fit);
-//   2. pool-wide free memory whose last use is known complete;
-//   3. other streams' frees the requester is ordered after (FOLLOW_EVENT_DEPENDENCIES, the
-//      legacy stream's implicit synchronisation), or whose completion the host observed, or
-//      which streampool's own markers saw complete (ALLOW_OPPORTUNISTIC);
-//   4. completed frees coalesced pool-wide, then growth (map granules, up to max size);
+// All free memory of a pool lives in one address-ordered index (coalesced across streams),
+// each range tagged with the Requirements for reusing it; only a stream's most recent frees
+// sit in its cache (pool_stream.hpp). Allocation takes, in order:
+//   1. an exact fit from the stream's own cache (fast path, in Engine, no pool lock);
+//   2. the best fit among its own cache and the index ranges it may use: its own frees, frees
+//      it is ordered after (FOLLOW_EVENT_DEPENDENCIES, the legacy stream's implicit
+//      synchronisation), frees the host saw complete, and frees streampool's own markers saw
+//      complete (ALLOW_OPPORTUNISTIC);
+//   3. the same after every cache is flushed and completed frees are coalesced;
+//   4. growth (map granules after a usable free tail, up to max size);
 //   5. only when growth fails: inserted waits on other streams' markers
 //      (ALLOW_INTERNAL_DEPENDENCIES), then giving back free granules and growing again.
 // Growing before inserting a dependency is the driver's measured policy. A request that still
@@ -43,13 +46,16 @@ class Pool {
 
   // The PoolStream of a stream's live state (created on first use).
   PoolStream* stream_share(StreamState* stream);
-  // Steps 2-5 above. `placed` is the request rounded to the placement unit.
+  // Everything but an exact hit in the requester's cache. `placed` is the request rounded to
+  // the placement unit.
   Status allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address);
-  // A free the host knows complete: straight into the pool-wide index.
+  // A free pushed out of a stream's cache, into the pool's index.
+  void give_evicted(const PoolStream& owner, const CachedFree& freed);
+  // A free the host knows complete: into the index for anyone.
   void give_completed(std::uintptr_t address, std::size_t placed);
 
-  // Synchronisation point: completed frees move pool-wide and memory above the release
-  // threshold goes back to the backing.
+  // Synchronisation point: memory above the release threshold whose frees are known complete
+  // goes back to the backing.
   void apply_release_threshold();
   Status trim_to(std::size_t min_bytes_to_keep);
 
@@ -60,19 +66,14 @@ class Pool {
   int access_flags(int location_type, int location_id) const;
 
   UsageCounter& usage() noexcept { return usage_; }
-  UsageShard* host_shard() noexcept { return host_shard_; }
+  UsageShard& host_shard() noexcept { return *host_shard_; }
 
  private:
-  struct Candidate {
-    PoolStream* source = nullptr;  // nullptr: the pool-wide index
-    FreeRange range;
-  };
-  // Best fit among the pool-wide free memory and the frees of other streams that `bounds`
-  // allows; takes it.
-  bool take_reusable(PoolStream& requester, std::size_t placed, const Clock& bounds, Candidate* taken);
-  void migrate_completed_locked(bool opportunistic);
-  void request_markers_locked(PoolStream& requester);
-  bool insert_dependencies_locked(PoolStream& requester);
+  Status reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address, bool follow);
+  void flush_caches_locked();
+  void settle_locked();
+  // Streams whose frees, if known complete or ordered, would give the requester a fit.
+  std::vector<Requirement> blocking_requirements_locked(std::size_t placed) const;
   void note_reserved_locked();
 
   const PoolProps props_;
@@ -85,7 +86,7 @@ class Pool {
   std::atomic<int> allow_internal_dependencies_{1};
   std::atomic<std::uint64_t> release_threshold_{0};
 
-  mutable std::mutex mutex_;  // the slow path: address space, stream shares, access
+  mutable std::mutex mutex_;  // the slow path: address space and its index, stream shares, access
   AddressSpace space_;
   std::unordered_map<StreamState*, PoolStream*> shares_;
   std::vector<std::unique_ptr<PoolStream>> all_shares_;  // live and dead streams' shares
@@ -94,6 +95,7 @@ class Pool {
   std::atomic<std::uint64_t> reserved_now_{0};  // a mirror of space_.reserved_bytes() for lock-free checks
 
   UsageCounter usage_;
+  SpinLock host_shard_lock_;
   UsageShard* host_shard_;
 };
 

@@ -5,10 +5,10 @@
 // alone makes it reusable on the same stream at once, so the fast path needs no event and no
 // lock but this stream's own:
 //   free      push (address, bytes, tick) on a small cache of recent frees;
-//   allocate  pop an exact-size entry from the cache, else best fit in the stream's index.
-// The cache is an array scanned from its end; when full, its first entry moves into the
-// index, where neighbours coalesce. Slow paths of other streams look into both, under `lock`,
-// after flushing the cache. Also holds the stream's usage shard (usage_counter.hpp).
+//   allocate  pop an exact-size entry from the cache.
+// Everything else goes to the pool's index under the pool's mutex (pool.hpp): a cache entry
+// pushed out of a full cache, a request the cache cannot serve exactly. The cache is what a
+// training loop that allocates the same sizes every step runs on.
 #pragma once
 
 #include <array>
@@ -16,62 +16,66 @@
 #include <cstdint>
 #include <optional>
 
-#include "free_index.hpp"
 #include "happens_before.hpp"
 #include "spin_lock.hpp"
 #include "usage_counter.hpp"
 
 namespace streampool::core {
 
+struct CachedFree {
+  std::uintptr_t address = 0;
+  std::size_t bytes = 0;
+  std::uint64_t tick = 0;
+};
+
 struct PoolStream {
   static constexpr std::size_t kCacheEntries = 8;
 
-  explicit PoolStream(StreamState* owner, UsageShard* usage_shard) : stream(owner), usage(usage_shard) {}
+  explicit PoolStream(StreamState* owner) : stream(owner) {}
 
-  // Under `lock`.
-  std::optional<std::uintptr_t> take_exact(std::size_t bytes) {
+  // All under `lock`.
+  std::optional<std::uintptr_t> take_exact(std::size_t bytes) noexcept {
     for (std::size_t i = cache_count; i-- > 0;) {
       if (cache[i].bytes == bytes) {
         const std::uintptr_t address = cache[i].address;
-        cache[i] = cache[--cache_count];
+        remove_at(i);
         return address;
       }
     }
     return std::nullopt;
   }
-  std::optional<std::uintptr_t> take_best_fit(std::size_t bytes) {
-    flush_cache();
-    auto fit = pending.best_fit(bytes);
-    if (!fit) return std::nullopt;
-    pending.take(fit->address, bytes);
-    return fit->address;
-  }
-  void push(std::uintptr_t address, std::size_t bytes, std::uint64_t tick) {
+  // Pushes a free; returns the oldest entry when the cache was full (for the pool's index).
+  std::optional<CachedFree> push(const CachedFree& freed) noexcept {
+    std::optional<CachedFree> evicted;
     if (cache_count == kCacheEntries) {
-      pending.insert(cache[0].address, cache[0].bytes, cache[0].tick);
-      cache[0] = cache[--cache_count];
+      evicted = cache[0];
+      remove_at(0);
     }
-    cache[cache_count++] = FreeRange{address, bytes, tick};
-    if (tick > max_free_tick) max_free_tick = tick;
+    cache[cache_count++] = freed;
+    return evicted;
   }
-  void flush_cache() {
-    for (std::size_t i = 0; i < cache_count; ++i) pending.insert(cache[i].address, cache[i].bytes, cache[i].tick);
-    cache_count = 0;
+  // The smallest cached entry of at least `bytes`, lowest address among equals.
+  std::optional<std::size_t> best_fit(std::size_t bytes) const noexcept {
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < cache_count; ++i) {
+      if (cache[i].bytes < bytes) continue;
+      if (!best || cache[i].bytes < cache[*best].bytes ||
+          (cache[i].bytes == cache[*best].bytes && cache[i].address < cache[*best].address)) {
+        best = i;
+      }
+    }
+    return best;
   }
-  bool has_free() const { return cache_count != 0 || !pending.empty(); }
-  std::size_t free_bytes() const {
-    std::size_t bytes = pending.free_bytes();
-    for (std::size_t i = 0; i < cache_count; ++i) bytes += cache[i].bytes;
-    return bytes;
+  void remove_at(std::size_t i) noexcept {
+    for (std::size_t j = i + 1; j < cache_count; ++j) cache[j - 1] = cache[j];  // keeps age order
+    --cache_count;
   }
 
   SpinLock lock;
   StreamState* const stream;
-  UsageShard* const usage;
-  std::array<FreeRange, kCacheEntries> cache{};
+  UsageShard* usage = nullptr;  // set by the pool; guarded by `lock`
+  std::array<CachedFree, kCacheEntries> cache{};
   std::size_t cache_count = 0;
-  FreeIndex pending;  // this stream's frees, coalesced, each with its tick
-  std::uint64_t max_free_tick = 0;  // a marker covering this tick covers every free above
 };
 
 }  // namespace streampool::core

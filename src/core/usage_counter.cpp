@@ -2,14 +2,18 @@
 
 namespace streampool::core {
 
-UsageShard* UsageCounter::new_shard() {
+UsageShard* UsageCounter::new_shard(SpinLock& owner_lock) {
   std::lock_guard guard(mutex_);
-  shards_.push_back(std::make_unique<UsageShard>());
+  shards_.push_back(std::make_unique<UsageShard>(owner_lock));
   return shards_.back().get();
 }
 
 std::uint64_t UsageCounter::reclaim_locked() {
-  for (auto& shard : shards_) spare_ += shard->quota.exchange(0, std::memory_order_acq_rel);
+  for (auto& shard : shards_) {
+    std::lock_guard shard_guard(shard->lock);
+    spare_ += shard->quota;
+    shard->quota = 0;
+  }
   return spare_;
 }
 
@@ -22,7 +26,14 @@ void UsageCounter::charge_slow(UsageShard& shard, std::uint64_t bytes) {
     high_ += bytes - spare_;
     spare_ = 0;
   }
-  shard.used.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  std::lock_guard shard_guard(shard.lock);
+  shard.used.store(shard.used.load(std::memory_order_relaxed) + static_cast<std::int64_t>(bytes),
+                   std::memory_order_relaxed);
+}
+
+void UsageCounter::credit_locking(UsageShard& shard, std::uint64_t bytes) {
+  std::lock_guard shard_guard(shard.lock);
+  credit(shard, bytes);
 }
 
 std::uint64_t UsageCounter::used() const {

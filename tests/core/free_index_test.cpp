@@ -5,24 +5,37 @@
 namespace streampool::core {
 namespace {
 
-TEST(FreeIndex, NeighboursMergeIntoOneRangeWithTheLatestTick) {
+const auto kAnyone = Requirements{};
+
+TEST(FreeIndex, NeighboursMergeAndTheirRequirementsUnite) {
   FreeIndex index;
-  index.insert(0x1000, 0x100, 1);
-  index.insert(0x1200, 0x100, 3);
-  index.insert(0x1100, 0x100, 2);
+  index.insert(0x1000, 0x100, Requirements::of(1, 1));
+  index.insert(0x1200, 0x100, Requirements::of(1, 3));
+  index.insert(0x1100, 0x100, Requirements::of(2, 2));
   ASSERT_EQ(index.range_count(), 1u);
   auto range = index.range_containing(0x1150);
   ASSERT_TRUE(range);
   EXPECT_EQ(range->address, 0x1000u);
   EXPECT_EQ(range->bytes, 0x300u);
-  EXPECT_EQ(range->tick, 3u);
+  ASSERT_EQ(range->requirements.size(), 2u);
+  EXPECT_TRUE(range->requirements.met_by([](std::uint32_t slot) { return slot == 1 ? 3u : 2u; }));
+  EXPECT_FALSE(range->requirements.met_by([](std::uint32_t slot) { return slot == 1 ? 2u : 2u; }));
+}
+
+TEST(FreeIndex, RangesWhoseRequirementsWouldOverflowStayApart) {
+  FreeIndex index;
+  for (std::uint32_t slot = 0; slot < Requirements::kCapacity + 1; ++slot) {
+    index.insert(0x1000 + slot * 0x100, 0x100, Requirements::of(slot, 1));
+  }
+  EXPECT_EQ(index.range_count(), 2u);
+  EXPECT_EQ(index.free_bytes(), (Requirements::kCapacity + 1) * 0x100);
 }
 
 TEST(FreeIndex, BestFitPrefersTheSmallestThenTheLowestAddress) {
   FreeIndex index;
-  index.insert(0x9000, 0x400, 0);
-  index.insert(0x1000, 0x200, 0);
-  index.insert(0x5000, 0x200, 0);
+  index.insert(0x9000, 0x400, kAnyone);
+  index.insert(0x1000, 0x200, kAnyone);
+  index.insert(0x5000, 0x200, kAnyone);
   auto fit = index.best_fit(0x200);
   ASSERT_TRUE(fit);
   EXPECT_EQ(fit->address, 0x1000u);
@@ -30,22 +43,38 @@ TEST(FreeIndex, BestFitPrefersTheSmallestThenTheLowestAddress) {
   EXPECT_FALSE(index.best_fit(0x500));
 }
 
-TEST(FreeIndex, BestFitSkipsRangesFreedAfterTheTickBound) {
+TEST(FreeIndex, BestFitSkipsRangesTheCallerMayNotUse) {
   FreeIndex index;
-  index.insert(0x1000, 0x200, 5);
-  index.insert(0x5000, 0x400, 2);
-  EXPECT_EQ(index.best_fit(0x200, 3)->address, 0x5000u);
-  EXPECT_FALSE(index.best_fit(0x200, 1));
+  index.insert(0x1000, 0x200, Requirements::of(7, 5));
+  index.insert(0x5000, 0x400, Requirements::of(8, 2));
+  const auto knows_up_to_3 = [](const Requirements& r) { return r.met_by([](std::uint32_t) { return 3u; }); };
+  EXPECT_EQ(index.best_fit(0x200, knows_up_to_3)->address, 0x5000u);
+  const auto knows_nothing = [](const Requirements& r) { return r.met_by([](std::uint32_t) { return 0u; }); };
+  EXPECT_FALSE(index.best_fit(0x200, knows_nothing));
 }
 
-TEST(FreeIndex, TakingFromTheMiddleLeavesBothEndsFree) {
+TEST(FreeIndex, TakingFromTheMiddleLeavesBothEndsFreeWithTheirRequirements) {
   FreeIndex index;
-  index.insert(0x1000, 0x300, 7);
+  index.insert(0x1000, 0x300, Requirements::of(4, 7));
   index.take(0x1100, 0x100);
   EXPECT_EQ(index.range_count(), 2u);
   EXPECT_EQ(index.free_bytes(), 0x200u);
-  EXPECT_EQ(index.range_ending_at(0x1100)->tick, 7u);
+  EXPECT_EQ(index.range_ending_at(0x1100)->requirements.size(), 1u);
   EXPECT_EQ(index.range_containing(0x1250)->address, 0x1200u);
+  index.take(0x1000, 0x80);  // from the start: the node moves
+  EXPECT_EQ(index.range_containing(0x1080)->bytes, 0x80u);
+  EXPECT_EQ(index.best_fit(0x80)->address, 0x1080u);
+}
+
+TEST(FreeIndex, SettlingClearsMetRequirementsAndMergesWhatNowUnites) {
+  FreeIndex index;
+  for (std::uint32_t slot = 0; slot < Requirements::kCapacity + 1; ++slot) {
+    index.insert(0x1000 + slot * 0x100, 0x100, Requirements::of(slot, 1));
+  }
+  ASSERT_EQ(index.range_count(), 2u);
+  index.settle([](const Requirements&) { return true; });
+  EXPECT_EQ(index.range_count(), 1u);
+  EXPECT_TRUE(index.range_containing(0x1000)->requirements.empty());
 }
 
 }  // namespace

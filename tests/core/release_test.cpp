@@ -104,18 +104,22 @@ TEST_F(Release, OutOfMemoryGivesBackFreeGranulesAndRetries) {
   config.physical_bytes = 64 * MiB;
   core::Pool* pool = make_pool({}, config);
   ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
-  // 64 MiB mapped, 12 MiB live near the start, the rest free but not contiguous with room.
+  // The device full, the pool's free memory split by a live block: [0,12) free, [12,14) live,
+  // [14,64) free.
   const std::uintptr_t low = alloc(pool, 12 * MiB, kStream1);
-  const std::uintptr_t high = alloc(pool, 40 * MiB, kStream1);
+  const std::uintptr_t middle = alloc(pool, 2 * MiB, kStream1);
+  const std::uintptr_t high = alloc(pool, 50 * MiB, kStream1);
+  ASSERT_EQ(middle, low + 12 * MiB);
+  ASSERT_EQ(reserved(pool), 64 * MiB);
+  free(low, kStream1);
   free(high, kStream1);
   synchronize(kStream1);
-  ASSERT_EQ(reserved(pool), 64 * MiB);
   std::uintptr_t address = 0;
-  EXPECT_EQ(try_alloc(pool, 60 * MiB, kStream1, &address), Status::out_of_memory);  // 12 + 60 > 64
+  EXPECT_EQ(try_alloc(pool, 63 * MiB, kStream1, &address), Status::out_of_memory);
   EXPECT_EQ(reserved(pool), 64 * MiB);  // a failed attempt leaves the pool as it was
-  EXPECT_EQ(try_alloc(pool, 50 * MiB, kStream1, &address), Status::success);
-  EXPECT_LE(reserved(pool), 64 * MiB);
-  EXPECT_NE(address, low);
+  EXPECT_EQ(try_alloc(pool, 56 * MiB, kStream1, &address), Status::success);  // 50 MiB is the largest hole
+  EXPECT_EQ(address, middle + 2 * MiB);
+  EXPECT_EQ(reserved(pool), 58 * MiB);
   EXPECT_EQ(last_backing->errors(), 0u);
 }
 
