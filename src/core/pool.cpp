@@ -115,35 +115,16 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   const auto usable = [&](const Requirements& requirements) { return requirements.met_by(known); };
   FreeIndex& index = space_.free_index();
 
+  // Every cache into the index first: best fit then sees all free memory, and a stream's
+  // recent frees coalesce with their neighbours (the fast path only ever wanted exact sizes).
+  flush_caches_locked();
   for (int pass = 0; pass < 2; ++pass) {
-    const auto fit = index.best_fit(placed, usable);
-    std::optional<CachedFree> cached;
-    {
-      std::lock_guard own(requester.lock);
-      if (auto i = requester.best_fit(placed)) {
-        const CachedFree& entry = requester.cache[*i];
-        if (!fit || entry.bytes < fit->bytes || (entry.bytes == fit->bytes && entry.address < fit->address)) {
-          cached = entry;
-          requester.remove_at(*i);
-        }
-      }
-    }
-    if (cached) {
-      if (cached->bytes > placed) {
-        space_.give(cached->address + placed, cached->bytes - placed, Requirements::of(own_slot, cached->tick));
-      }
-      *address = cached->address;
-      return Status::success;
-    }
-    if (fit) {
+    if (const auto fit = index.best_fit(placed, usable)) {
       index.take(fit->address, placed);
       *address = fit->address;
       return Status::success;
     }
-    if (pass == 0) {  // before growing: every cache into the index, completed frees coalesced
-      flush_caches_locked();
-      settle_locked();
-    }
+    if (pass == 0) settle_locked();  // completed frees lose their requirements and coalesce
   }
 
   const Status status = space_.grow_and_take(placed, access_, usable, address);

@@ -54,18 +54,6 @@ struct PoolStream {
     cache[cache_count++] = freed;
     return evicted;
   }
-  // The smallest cached entry of at least `bytes`, lowest address among equals.
-  std::optional<std::size_t> best_fit(std::size_t bytes) const noexcept {
-    std::optional<std::size_t> best;
-    for (std::size_t i = 0; i < cache_count; ++i) {
-      if (cache[i].bytes < bytes) continue;
-      if (!best || cache[i].bytes < cache[*best].bytes ||
-          (cache[i].bytes == cache[*best].bytes && cache[i].address < cache[*best].address)) {
-        best = i;
-      }
-    }
-    return best;
-  }
   void remove_at(std::size_t i) noexcept {
     for (std::size_t j = i + 1; j < cache_count; ++j) cache[j - 1] = cache[j];  // keeps age order
     --cache_count;

@@ -201,7 +201,8 @@ class ModelCheckFindings : public EngineTest {
   core::Pool* pool = nullptr;
 };
 
-// Found by seed 2 (STREAMPOOL_MODEL_SEED=2 STREAMPOOL_MODEL_PROGRAMS=1). cuStreamSynchronize of
+// Found by the model check (seed 4 against commit fff3297: a successful query of the legacy
+// stream completed a later free on a blocking stream). cuStreamSynchronize of
 // a blocking stream waits for that stream's own work, which waited for legacy work issued
 // *before* it, never for legacy work issued after its last operation.
 TEST_F(ModelCheckFindings, SynchronizingABlockingStreamDoesNotCompleteLaterLegacyWork) {

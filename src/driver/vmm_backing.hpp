@@ -1,0 +1,84 @@
+// Backings over the real driver: where a pool's memory comes from.
+//
+// VmmBacking is the one streampool wants: it reserves a large virtual range per pool once
+// (cuMemAddressReserve) and maps physical granules behind it only where live blocks are
+// (cuMemCreate + cuMemMap + cuMemSetAccess; cuMemUnmap gives a granule back), so a pool grows
+// contiguously and trims whole granules. The granule is cuMemGetAllocationGranularity(RECOMMENDED)
+// (2 MiB on H200). It serves device memory, and pinned host memory (location HOST) where the
+// driver can create it.
+//
+// ChunkBacking is the fallback for what VMM cannot do: managed pools, and device or host pools on a
+// driver or device without VMM support. Each reserve() is one cuMemAlloc / cuMemHostAlloc /
+// cuMemAllocManaged chunk, already usable, so reservation_bytes() == 0 and map/unmap are no-ops.
+//
+// Both make the owning device's context current around their driver calls (VMM calls need one on
+// some drivers; cuMemAlloc allocates in the current context).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/backing.hpp"
+#include "cuda_compat.hpp"
+#include "core/pool_props.hpp"
+
+namespace streampool::driver {
+
+class VmmBacking final : public core::Backing {
+ public:
+  // Fails with the driver's answer when VMM cannot serve this pool (callers fall back to chunks).
+  static CUresult create(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept;
+
+  std::size_t granule_bytes() const override { return granule_bytes_; }
+  std::size_t reservation_bytes() const override { return reservation_bytes_; }
+  core::Status reserve(std::size_t bytes, std::uintptr_t* base) override;
+  void unreserve(std::uintptr_t base, std::size_t bytes) override;
+  core::Status map(std::uintptr_t address, std::size_t bytes,
+                   std::span<const core::AccessDescriptor> access) override;
+  void unmap(std::uintptr_t address, std::size_t bytes) override;
+  core::Status set_access(std::uintptr_t address, std::size_t bytes,
+                          std::span<const core::AccessDescriptor> access) override;
+
+ private:
+  VmmBacking(const CUmemAllocationProp& prop, CUdevice context_device, std::size_t granule_bytes,
+             std::size_t reservation_bytes);
+  // The owner's own access plus the pool's access list, in the driver's terms.
+  std::vector<CUmemAccessDesc> access_list(std::span<const core::AccessDescriptor> access) const;
+  CUresult apply_access(std::uintptr_t address, std::size_t bytes,
+                        std::span<const core::AccessDescriptor> access);
+
+  CUmemAllocationProp prop_;
+  CUdevice context_device_;  // whose context VMM calls run in
+  std::size_t granule_bytes_;
+  std::size_t reservation_bytes_;
+  bool host_access_rejected_ = false;  // the driver refused a host access descriptor once
+};
+
+class ChunkBacking final : public core::Backing {
+ public:
+  explicit ChunkBacking(const core::PoolProps& props) noexcept;
+
+  std::size_t granule_bytes() const override { return kChunkGranule; }
+  std::size_t reservation_bytes() const override { return 0; }
+  core::Status reserve(std::size_t bytes, std::uintptr_t* base) override;
+  void unreserve(std::uintptr_t base, std::size_t bytes) override;
+  core::Status map(std::uintptr_t address, std::size_t bytes,
+                   std::span<const core::AccessDescriptor> access) override;
+  void unmap(std::uintptr_t address, std::size_t bytes) override;
+  core::Status set_access(std::uintptr_t address, std::size_t bytes,
+                          std::span<const core::AccessDescriptor> access) override;
+
+ private:
+  static constexpr std::size_t kChunkGranule = std::size_t{2} << 20;
+  core::PoolProps props_;
+  CUdevice context_device_;
+};
+
+// The backing for a pool: VMM where it can serve the pool, else whole chunks. invalid_value for a
+// pool no backing can serve (a device that does not exist).
+core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept;
+
+}  // namespace streampool::driver

@@ -1,0 +1,31 @@
+// Every exported entry point runs its body through guarded(): no C++ exception may cross the C ABI,
+// so an allocation failure becomes CUDA_ERROR_OUT_OF_MEMORY and anything else CUDA_ERROR_UNKNOWN.
+#pragma once
+
+#include <cuda.h>
+
+#include <new>
+
+#include "call_counters.hpp"
+
+#define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace fake {
+
+template <class Body>
+CUresult guarded(Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+}  // namespace fake
+
+// Counts the call and runs `impl_call` (an expression returning CUresult) under guarded().
+#define FAKE_ENTRY(impl_call) \
+  FAKE_COUNT_CALL();          \
+  return ::fake::guarded([&]() -> CUresult { return impl_call; })

@@ -1,0 +1,84 @@
+// The fake driver's process-wide state: configuration, devices and their memory accounting, and the
+// registries of live handles (contexts, streams) that let every entry point answer a bad handle with
+// an error instead of a crash. Created on first use, never destroyed (calls may come during exit).
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "config.hpp"
+#include "context.hpp"
+#include "stream.hpp"
+
+namespace fake {
+
+inline constexpr int kDriverVersion = 13000;
+inline constexpr std::size_t kVmmGranularity = std::size_t{2} << 20;
+
+struct Device {
+  std::uint64_t total_bytes = 0;
+  std::atomic<std::uint64_t> used_bytes{0};
+  Context* primary = nullptr;
+};
+
+// Which stream the handle 0 means for the entry point being served.
+enum class DefaultStream { legacy, per_thread };
+
+class Driver {
+ public:
+  static Driver& instance();
+
+  CUresult initialize(unsigned flags);
+  bool initialized() const { return initialized_.load(std::memory_order_acquire); }
+  int device_count() const { return config_.device_count; }
+  bool valid_device(CUdevice device) const { return device >= 0 && device < config_.device_count; }
+  Device& device(CUdevice ordinal) { return *devices_[static_cast<std::size_t>(ordinal)]; }
+
+  // Physical memory accounting against the configured size of a device.
+  bool try_charge(CUdevice device, std::uint64_t bytes);
+  void uncharge(CUdevice device, std::uint64_t bytes);
+
+  // Contexts.
+  Context* create_context(CUdevice device, unsigned flags);
+  bool live_context(const Context* context);
+  void forget_context(Context* context);
+
+  // Streams created by cuStreamCreate*.
+  CUstream register_stream(std::shared_ptr<Stream> stream);
+  std::shared_ptr<Stream> find_stream(CUstream handle);
+  std::shared_ptr<Stream> unregister_stream(CUstream handle);
+  void unregister_streams_of(const Context* context);
+
+ private:
+  Driver();
+
+  const Config config_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::mutex init_mutex_;
+  std::atomic<bool> initialized_{false};
+
+  std::mutex contexts_mutex_;
+  std::unordered_set<const Context*> contexts_;
+  // Destroyed contexts are kept (never freed, see context.hpp) and stay reachable from here.
+  std::vector<Context*> retired_contexts_;
+
+  std::shared_mutex streams_mutex_;
+  std::unordered_map<CUstream, std::shared_ptr<Stream>> streams_;
+};
+
+// Common checks of entry points; each returns CUDA_SUCCESS or the error CUDA gives.
+CUresult require_initialized();
+CUresult require_current_context(Context*& out);
+CUresult require_device(CUdevice device);
+// Resolves 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a created stream's handle.
+CUresult resolve_stream(CUstream handle, DefaultStream default_stream, std::shared_ptr<Stream>& out);
+
+}  // namespace fake

@@ -1,0 +1,96 @@
+// A fake stream: an in-order queue of host-side operations run by a worker thread of its own, so
+// that a long operation on one stream really delays that stream and nothing else.
+//
+// Every operation gets a ticket (1, 2, 3 ... in submission order); `completed` is the ticket of the
+// last finished one, so "has ticket t finished" is `completed >= t`. An operation may first wait for
+// tickets of other streams (event waits, the legacy stream's implicit synchronisation): the worker
+// blocks on those before running it. Tickets are taken at submission, so waits always point to
+// earlier work and cannot form a cycle.
+//
+// The worker starts on the first submission and exits after a while without work, or once the
+// stream is destroyed and drained; it owns a reference to the stream while it runs.
+#pragma once
+
+#include <cuda.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace fake {
+
+class Context;
+class Stream;
+
+struct TicketWait {
+  std::shared_ptr<Stream> stream;
+  std::uint64_t ticket = 0;
+};
+
+enum class StreamKind { legacy_default, per_thread_default, created };
+
+class Stream : public std::enable_shared_from_this<Stream> {
+ public:
+  Stream(Context* owner, StreamKind kind, unsigned flags, int priority);
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  Context* context() const { return owner_; }
+  StreamKind kind() const { return kind_; }
+  unsigned flags() const { return flags_; }
+  int priority() const { return priority_; }
+  std::uint64_t id() const { return id_; }
+  // Takes part in the legacy default stream's implicit synchronisation (as CUDA's blocking streams).
+  bool synchronizes_with_legacy() const {
+    return kind_ != StreamKind::created || (flags_ & CU_STREAM_NON_BLOCKING) == 0;
+  }
+
+  // Queues `work` (may be empty: a pure wait) to run after `waits`; returns its ticket.
+  std::uint64_t enqueue(std::function<void()> work, std::vector<TicketWait> waits);
+  bool reached(std::uint64_t ticket);
+  void wait_until_reached(std::uint64_t ticket);
+  std::uint64_t last_submitted();
+  bool idle() { return reached(last_submitted()); }
+  // Blocks until everything submitted so far has run.
+  void drain() { wait_until_reached(last_submitted()); }
+  // No more work will come: the worker exits once the queue is empty.
+  void close();
+
+  // Graph capture state (the fake records no graph; work on a capturing stream is not run).
+  struct Capture {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    std::uint64_t id = 0;
+    CUgraph graph = nullptr;
+  };
+  Capture capture();
+  void set_capture(const Capture& capture);
+
+ private:
+  struct Operation {
+    std::function<void()> work;
+    std::vector<TicketWait> waits;
+  };
+  void run_worker();
+
+  Context* const owner_;
+  const StreamKind kind_;
+  const unsigned flags_;
+  const int priority_;
+  const std::uint64_t id_;
+
+  std::mutex mutex_;
+  std::condition_variable work_arrived_;
+  std::condition_variable progressed_;
+  std::deque<Operation> queue_;
+  std::uint64_t submitted_ = 0;
+  std::uint64_t completed_ = 0;
+  bool worker_running_ = false;
+  bool closed_ = false;
+  Capture capture_;
+};
+
+}  // namespace fake

@@ -1,0 +1,71 @@
+// Attributes: the 15 pool attributes (CUmemPool_attribute 1..15; 9..15 are CUDA 13.x's, which
+// driver 580 still refuses but streampool answers from the spec) through the engine, and the two
+// device attributes that describe the pool family.
+#include "call_counters.hpp"
+#include "process_state.hpp"
+
+namespace streampool::interpose {
+
+namespace {
+
+bool known_attribute(CUmemPool_attribute attribute) noexcept {
+  auto number = static_cast<int>(attribute);
+  return number >= driver::kMempoolAttrFirst && number <= driver::kMempoolAttrLast;
+}
+
+CUresult pool_set_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, void* value) noexcept {
+  count_call(Hook::cuMemPoolSetAttribute);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolSetAttribute, handle, attribute, value);
+  try {
+    auto* pool = reinterpret_cast<core::Pool*>(handle);
+    if (value == nullptr || !known_attribute(attribute) || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return to_cuda(engine().set_attribute(pool, static_cast<core::PoolAttribute>(attribute), value));
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult pool_get_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, void* value) noexcept {
+  count_call(Hook::cuMemPoolGetAttribute);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolGetAttribute, handle, attribute, value);
+  try {
+    auto* pool = reinterpret_cast<core::Pool*>(handle);
+    if (value == nullptr || !known_attribute(attribute) || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return to_cuda(engine().get_attribute(pool, static_cast<core::PoolAttribute>(attribute), value));
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice device) noexcept {
+  count_call(Hook::cuDeviceGetAttribute);
+  HookScope scope;
+  CUresult result = forward(driver::real().cuDeviceGetAttribute, value, attribute, device);
+  if (result != CUDA_SUCCESS || bypass(scope)) return result;
+  if (attribute == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) {
+    *value = 1;  // streampool serves the pool family on every device
+  } else if (attribute == CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES) {
+    *value = static_cast<int>(driver::kSupportedPoolHandleTypes);
+  }
+  return result;
+}
+
+}  // namespace
+
+}  // namespace streampool::interpose
+
+namespace sp = streampool::interpose;
+
+STREAMPOOL_HOOK CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  return sp::pool_set_attribute(pool, attr, value);
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  return sp::pool_get_attribute(pool, attr, value);
+}
+
+STREAMPOOL_HOOK CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  return sp::device_get_attribute(pi, attrib, dev);
+}

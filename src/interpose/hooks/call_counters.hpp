@@ -1,0 +1,40 @@
+// One counter per hooked entry point, for the stats report.
+//
+// Counting must not hurt multi-thread scaling, so there is no shared atomic per call: each thread
+// owns a block of counters (one plain relaxed store per call, no lock prefix, no shared cache line)
+// and the report sums all blocks. Blocks are linked into a process-wide list once and never freed;
+// a thread that exits hands its block to the next new thread, so totals stay exact and the number
+// of blocks is bounded by the peak number of threads that ever called a hook.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "hook_list.hpp"
+
+namespace streampool::interpose {
+
+struct CounterBlock {
+  std::array<std::atomic<std::uint64_t>, kHookCount> calls{};
+  std::atomic<bool> in_use{false};
+  CounterBlock* next = nullptr;
+};
+
+namespace detail {
+extern thread_local CounterBlock* thread_counters;
+CounterBlock* claim_counter_block() noexcept;
+}  // namespace detail
+
+inline void count_call(Hook hook) noexcept {
+  CounterBlock* block = detail::thread_counters;
+  if (block == nullptr) [[unlikely]] block = detail::claim_counter_block();
+  if (block == nullptr) return;
+  auto& counter = block->calls[static_cast<unsigned>(hook)];
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// The sum over all threads, per hook.
+std::array<std::uint64_t, kHookCount> call_totals() noexcept;
+
+}  // namespace streampool::interpose

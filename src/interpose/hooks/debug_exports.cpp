@@ -1,0 +1,18 @@
+// Introspection for tests and tools, exported under the streampool_ prefix (C ABI, never throws).
+#include <cstdint>
+
+#include "driver/stream_registry.hpp"
+#include "process_state.hpp"
+
+// The engine key streampool uses for a stream handle as the given variant would name it
+// (per_thread_variant != 0: the _ptsz entry points). Returns the CUresult of the resolution.
+extern "C" __attribute__((visibility("default"))) int streampool_debug_stream_key(CUstream stream,
+                                                                                   int per_thread_variant,
+                                                                                   std::uintptr_t* key) {
+  if (key == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  streampool::interpose::HookScope scope;
+  streampool::driver::StreamRoute route;
+  CUresult result = streampool::driver::resolve_stream(stream, per_thread_variant != 0, &route);
+  *key = result == CUDA_SUCCESS ? route.key : 0;
+  return static_cast<int>(result);
+}

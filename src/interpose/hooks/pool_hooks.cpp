@@ -1,0 +1,440 @@
+// Pools: create and destroy, access, trim, the default and current pools of each location, and
+// the four IPC calls (not supported yet: streampool's pools report no exportable handle types).
+//
+// cuMemPoolCreate validates as the driver does (driver-behaviour.md): zeroed props, NULL arguments,
+// a device that does not exist, a non-zero reserved byte -> CUDA_ERROR_INVALID_VALUE; plus the spec's
+// rules for host, host-NUMA and managed pools. Handle types other than none -> CUDA_ERROR_NOT_SUPPORTED
+// (consistent with CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 0), and so is the
+// hardware-decompress usage bit.
+#include "call_counters.hpp"
+#include "driver/device_context.hpp"
+#include "process_state.hpp"
+#include "driver/vmm_backing.hpp"
+
+namespace streampool::interpose {
+
+namespace {
+
+using Shared = PoolDirectory::Shared;
+
+core::Pool* pool_of(CUmemoryPool handle) noexcept { return reinterpret_cast<core::Pool*>(handle); }
+CUmemoryPool handle_of(core::Pool* pool) noexcept { return reinterpret_cast<CUmemoryPool>(pool); }
+
+bool all_zero(const unsigned char* bytes, std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (bytes[i] != 0) return false;
+  }
+  return true;
+}
+
+bool all_devices_have_concurrent_managed_access() noexcept {
+  const driver::DriverTable& table = driver::real();
+  int devices = 0;
+  if (driver::device_count(&devices) != CUDA_SUCCESS || table.cuDeviceGetAttribute == nullptr) return true;
+  for (int device = 0; device < devices; ++device) {
+    int concurrent = 1;
+    if (table.cuDeviceGetAttribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, device) ==
+            CUDA_SUCCESS &&
+        concurrent == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// CUmemPoolProps -> the engine's PoolProps, or the driver's error for props it would refuse.
+CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
+  if (!all_zero(in.reserved, sizeof in.reserved)) return CUDA_ERROR_INVALID_VALUE;
+  if (in.win32SecurityAttributes != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const unsigned handle_types = static_cast<unsigned>(in.handleTypes);
+  constexpr unsigned kKnownHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_WIN32 |
+                                         CU_MEM_HANDLE_TYPE_WIN32_KMT | CU_MEM_HANDLE_TYPE_FABRIC;
+  if ((handle_types & ~kKnownHandleTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
+  out->allocation_type = static_cast<int>(in.allocType);
+  out->location_type = static_cast<int>(in.location.type);
+  out->location_id = in.location.id;
+  out->handle_types = handle_types;
+  out->max_size = in.maxSize;
+  out->hw_decompress = (in.usage & driver::kMemPoolUsageHwDecompress) != 0;
+  out->locality_domain_id = -1;
+  if (in.allocType == CU_MEM_ALLOCATION_TYPE_PINNED) {
+    switch (in.location.type) {
+      case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (!driver::valid_device(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
+        out->kind = core::PoolKind::device;
+        break;
+      case CU_MEM_LOCATION_TYPE_HOST:
+        if (handle_types != 0) return CUDA_ERROR_INVALID_VALUE;  // host pools are not IPC capable
+        out->kind = core::PoolKind::pinned_host;
+        out->location_id = 0;  // ignored for Host
+        break;
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (in.location.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        out->kind = core::PoolKind::pinned_host;
+        break;
+      default:  // None, HostNumaCurrent, anything else
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  } else if (in.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+    if (handle_types != 0 || in.maxSize != 0 || in.usage != 0) return CUDA_ERROR_INVALID_VALUE;
+    switch (in.location.type) {
+      case CU_MEM_LOCATION_TYPE_NONE:
+      case CU_MEM_LOCATION_TYPE_HOST:
+        break;
+      case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (!driver::valid_device(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
+        break;
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (in.location.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        break;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    out->kind = core::PoolKind::managed;
+    if (!all_devices_have_concurrent_managed_access()) return CUDA_ERROR_NOT_SUPPORTED;
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;  // zeroed props land here
+  }
+  if ((handle_types & ~driver::kSupportedPoolHandleTypes) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (out->hw_decompress) return CUDA_ERROR_NOT_SUPPORTED;
+  return CUDA_SUCCESS;
+}
+
+CUresult pool_create(CUmemoryPool* pool_out, const CUmemPoolProps* pool_props) noexcept {
+  count_call(Hook::cuMemPoolCreate);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolCreate, pool_out, pool_props);
+  if (pool_out == nullptr || pool_props == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  try {
+    core::PoolProps props;
+    CUresult result = props_from(*pool_props, &props);
+    if (result != CUDA_SUCCESS) return result;
+    std::unique_ptr<core::Backing> backing;
+    core::Status status = driver::make_backing(props, &backing);
+    if (!core::ok(status)) return to_cuda(status);
+    core::Pool* pool = nullptr;
+    status = engine().create_pool(props, std::move(backing), &pool);
+    if (!core::ok(status)) return to_cuda(status);
+    *pool_out = handle_of(pool);
+    return CUDA_SUCCESS;
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+CUresult pool_destroy(CUmemoryPool handle) noexcept {
+  count_call(Hook::cuMemPoolDestroy);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolDestroy, handle);
+  try {
+    core::Pool* pool = pool_of(handle);
+    if (!engine().is_pool(pool) || pools().is_default(pool)) return CUDA_ERROR_INVALID_VALUE;
+    pools().forget(pool);  // destroying a current pool makes the default current again
+    return to_cuda(engine().destroy_pool(pool));
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+bool valid_access_location(const CUmemLocation& location) noexcept {
+  switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return driver::valid_device(location.id);
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      return true;
+    default:
+      return false;
+  }
+}
+
+CUresult pool_set_access(CUmemoryPool handle, const CUmemAccessDesc* map, size_t count) noexcept {
+  count_call(Hook::cuMemPoolSetAccess);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolSetAccess, handle, map, count);
+  try {
+    core::Pool* pool = pool_of(handle);
+    if (!engine().is_pool(pool) || (count > 0 && map == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<core::AccessDescriptor> access;
+    access.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!valid_access_location(map[i].location)) return CUDA_ERROR_INVALID_VALUE;
+      if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+          map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      access.push_back(core::AccessDescriptor{static_cast<int>(map[i].location.type), map[i].location.id,
+                                              static_cast<int>(map[i].flags)});
+    }
+    return to_cuda(engine().set_access(pool, access));
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+CUresult pool_get_access(CUmemAccess_flags* flags, CUmemoryPool handle, CUmemLocation* location) noexcept {
+  count_call(Hook::cuMemPoolGetAccess);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolGetAccess, flags, handle, location);
+  try {
+    core::Pool* pool = pool_of(handle);
+    if (flags == nullptr || location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_access_location(*location)) return CUDA_ERROR_INVALID_VALUE;
+    int granted = 0;
+    core::Status status = engine().get_access(pool, static_cast<int>(location->type), location->id, &granted);
+    if (core::ok(status)) *flags = static_cast<CUmemAccess_flags>(granted);
+    return to_cuda(status);
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult pool_trim_to(CUmemoryPool handle, size_t min_bytes_to_keep) noexcept {
+  count_call(Hook::cuMemPoolTrimTo);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemPoolTrimTo, handle, min_bytes_to_keep);
+  try {
+    core::Pool* pool = pool_of(handle);
+    if (!engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    return to_cuda(engine().trim_to(pool, min_bytes_to_keep));
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+// --- default and current pools -----------------------------------------------------------------
+
+enum class Place { device, host, managed, invalid };
+
+// Which directory entry a (location, allocation type) pair names, per the spec of cuMemGetMemPool.
+Place place_of(const CUmemLocation& location, CUmemAllocationType type) noexcept {
+  if (type == CU_MEM_ALLOCATION_TYPE_PINNED) {
+    switch (location.type) {
+      case CU_MEM_LOCATION_TYPE_DEVICE:
+        return Place::device;
+      case CU_MEM_LOCATION_TYPE_HOST:
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return Place::host;
+      default:
+        return Place::invalid;
+    }
+  }
+  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+    switch (location.type) {
+      case CU_MEM_LOCATION_TYPE_NONE:
+      case CU_MEM_LOCATION_TYPE_HOST:
+      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return Place::managed;
+      case CU_MEM_LOCATION_TYPE_DEVICE:
+        return driver::valid_device(location.id) ? Place::managed : Place::invalid;
+      default:
+        return Place::invalid;
+    }
+  }
+  return Place::invalid;
+}
+
+CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, CUmemAllocationType type,
+                     bool current) {
+  if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  core::Pool* pool = nullptr;
+  CUresult result = CUDA_ERROR_INVALID_VALUE;
+  switch (place_of(*location, type)) {
+    case Place::device:
+      if (!driver::valid_device(location->id)) return CUDA_ERROR_INVALID_VALUE;
+      result = current ? pools().device_current(location->id, &pool) : pools().device_default(location->id, &pool);
+      break;
+    case Place::host:
+      result = current ? pools().shared_current(Shared::host, &pool) : pools().shared_default(Shared::host, &pool);
+      break;
+    case Place::managed:
+      result = current ? pools().shared_current(Shared::managed, &pool)
+                       : pools().shared_default(Shared::managed, &pool);
+      break;
+    case Place::invalid:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (result == CUDA_SUCCESS) *pool_out = handle_of(pool);
+  return result;
+}
+
+CUresult mem_get_default_pool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) noexcept {
+  count_call(Hook::cuMemGetDefaultMemPool);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemGetDefaultMemPool, pool_out, location, type);
+  try {
+    return lookup_pool(pool_out, location, type, false);
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult mem_get_pool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) noexcept {
+  count_call(Hook::cuMemGetMemPool);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemGetMemPool, pool_out, location, type);
+  try {
+    return lookup_pool(pool_out, location, type, true);
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult mem_set_pool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool handle) noexcept {
+  count_call(Hook::cuMemSetMemPool);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuMemSetMemPool, location, type, handle);
+  try {
+    core::Pool* pool = pool_of(handle);
+    if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    const core::PoolProps& props = engine().props(pool);
+    // The pool must match the location and allocation type it is made current for.
+    if (props.allocation_type != static_cast<int>(type)) return CUDA_ERROR_INVALID_VALUE;
+    switch (place_of(*location, type)) {
+      case Place::device:
+        if (props.kind != core::PoolKind::device || props.location_id != location->id) return CUDA_ERROR_INVALID_VALUE;
+        return pools().set_device_current(location->id, pool);
+      case Place::host:
+        if (props.kind != core::PoolKind::pinned_host || props.location_type != static_cast<int>(location->type)) {
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+        return pools().set_shared_current(Shared::host, pool);
+      case Place::managed:
+        if (props.kind != core::PoolKind::managed) return CUDA_ERROR_INVALID_VALUE;
+        return pools().set_shared_current(Shared::managed, pool);
+      case Place::invalid:
+        break;
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult device_get_default_pool(CUmemoryPool* pool_out, CUdevice device) noexcept {
+  count_call(Hook::cuDeviceGetDefaultMemPool);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuDeviceGetDefaultMemPool, pool_out, device);
+  if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  core::Pool* pool = nullptr;
+  CUresult result = pools().device_default(device, &pool);
+  if (result == CUDA_SUCCESS) *pool_out = handle_of(pool);
+  return result;
+}
+
+CUresult device_get_pool(CUmemoryPool* pool_out, CUdevice device) noexcept {
+  count_call(Hook::cuDeviceGetMemPool);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuDeviceGetMemPool, pool_out, device);
+  if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!driver::valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+  core::Pool* pool = nullptr;
+  CUresult result = pools().device_current(device, &pool);
+  if (result == CUDA_SUCCESS) *pool_out = handle_of(pool);
+  return result;
+}
+
+CUresult device_set_pool(CUdevice device, CUmemoryPool handle) noexcept {
+  count_call(Hook::cuDeviceSetMemPool);
+  HookScope scope;
+  if (bypass(scope)) return forward(driver::real().cuDeviceSetMemPool, device, handle);
+  try {
+    if (!driver::valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    core::Pool* pool = pool_of(handle);
+    if (!engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    const core::PoolProps& props = engine().props(pool);
+    if (props.kind != core::PoolKind::device || props.location_id != device) return CUDA_ERROR_INVALID_VALUE;
+    return pools().set_device_current(device, pool);
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+}  // namespace
+
+}  // namespace streampool::interpose
+
+using streampool::interpose::Hook;
+namespace sp = streampool::interpose;
+
+STREAMPOOL_HOOK CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  return sp::pool_create(pool, poolProps);
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolDestroy(CUmemoryPool pool) { return sp::pool_destroy(pool); }
+
+STREAMPOOL_HOOK CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  return sp::pool_set_access(pool, map, count);
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool, CUmemLocation* location) {
+  return sp::pool_get_access(flags, memPool, location);
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  return sp::pool_trim_to(pool, minBytesToKeep);
+}
+
+STREAMPOOL_HOOK CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  return sp::device_get_default_pool(pool_out, dev);
+}
+
+STREAMPOOL_HOOK CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) { return sp::device_get_pool(pool, dev); }
+
+STREAMPOOL_HOOK CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) { return sp::device_set_pool(dev, pool); }
+
+STREAMPOOL_HOOK CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
+                                                CUmemAllocationType type) {
+  return sp::mem_get_default_pool(pool_out, location, type);
+}
+
+STREAMPOOL_HOOK CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
+  return sp::mem_get_pool(pool, location, type);
+}
+
+STREAMPOOL_HOOK CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  return sp::mem_set_pool(location, type, pool);
+}
+
+// --- IPC: not implemented yet ----------------------------------------------------------------------
+// Pools report no exportable handle types, so a program that checks (as RMM and cudart do) never
+// asks; one that asks anyway is told CUDA_ERROR_NOT_SUPPORTED. Pass-through mode forwards them.
+
+STREAMPOOL_HOOK CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
+                                                          CUmemAllocationHandleType handleType,
+                                                          unsigned long long flags) {
+  sp::count_call(Hook::cuMemPoolExportToShareableHandle);
+  sp::HookScope scope;
+  if (sp::bypass(scope)) {
+    return sp::forward(streampool::driver::real().cuMemPoolExportToShareableHandle, handle_out, pool, handleType,
+                       flags);
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
+                                                            CUmemAllocationHandleType handleType,
+                                                            unsigned long long flags) {
+  sp::count_call(Hook::cuMemPoolImportFromShareableHandle);
+  sp::HookScope scope;
+  if (sp::bypass(scope)) {
+    return sp::forward(streampool::driver::real().cuMemPoolImportFromShareableHandle, pool_out, handle, handleType,
+                       flags);
+  }
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
+  sp::count_call(Hook::cuMemPoolExportPointer);
+  sp::HookScope scope;
+  if (sp::bypass(scope)) return sp::forward(streampool::driver::real().cuMemPoolExportPointer, shareData_out, ptr);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+STREAMPOOL_HOOK CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
+                                                CUmemPoolPtrExportData* shareData) {
+  sp::count_call(Hook::cuMemPoolImportPointer);
+  sp::HookScope scope;
+  if (sp::bypass(scope)) return sp::forward(streampool::driver::real().cuMemPoolImportPointer, ptr_out, pool, shareData);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}

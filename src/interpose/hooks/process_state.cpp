@@ -1,0 +1,203 @@
+#include "process_state.hpp"
+
+#include <pthread.h>
+
+#include "driver/capture_tracker.hpp"
+#include "driver/device_context.hpp"
+#include "driver/stream_registry.hpp"
+#include "driver/vmm_backing.hpp"
+#include "stats_report.hpp"
+
+namespace streampool::interpose {
+
+namespace detail {
+std::atomic<ProcessState*> process_state{nullptr};
+}  // namespace detail
+
+namespace {
+
+std::atomic<bool> first_use_noted{false};
+
+void per_thread_stream_ended(core::StreamKey key) {
+  ProcessState* current = existing_state();
+  if (current == nullptr) return;
+  HookScope scope;
+  try {
+    current->engine.stream_destroyed(key);
+  } catch (...) {
+  }
+}
+
+void child_after_fork() {
+  detail::process_state.store(nullptr, std::memory_order_release);  // abandoned, not destroyed
+  driver::reset_stream_registry_after_fork();
+  while (driver::captures_in_progress() > 0) driver::capture_ended();
+}
+
+core::PoolProps device_pool_props(CUdevice device) noexcept {
+  core::PoolProps props;
+  props.kind = core::PoolKind::device;
+  props.allocation_type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location_id = device;
+  return props;
+}
+
+core::PoolProps shared_pool_props(PoolDirectory::Shared which) noexcept {
+  core::PoolProps props;
+  if (which == PoolDirectory::Shared::host) {
+    props.kind = core::PoolKind::pinned_host;
+    props.allocation_type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location_type = CU_MEM_LOCATION_TYPE_HOST;
+  } else {
+    props.kind = core::PoolKind::managed;
+    props.allocation_type = CU_MEM_ALLOCATION_TYPE_MANAGED;
+    props.location_type = CU_MEM_LOCATION_TYPE_NONE;
+  }
+  props.location_id = 0;
+  return props;
+}
+
+unsigned index_of(PoolDirectory::Shared which) noexcept { return which == PoolDirectory::Shared::host ? 0 : 1; }
+
+}  // namespace
+
+namespace detail {
+
+ProcessState& create_process_state() noexcept {
+  note_first_use();
+  auto* fresh = new ProcessState;
+  ProcessState* expected = nullptr;
+  if (!process_state.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+    delete fresh;  // another thread won; nothing was created in ours
+    return *expected;
+  }
+  driver::set_per_thread_exit_handler(&per_thread_stream_ended);
+  return *fresh;
+}
+
+}  // namespace detail
+
+void note_first_use() noexcept {
+  if (first_use_noted.load(std::memory_order_acquire)) return;
+  bool expected = false;
+  if (!first_use_noted.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  pthread_atfork(nullptr, nullptr, &child_after_fork);
+  register_stats_report_at_exit();
+}
+
+CUresult to_cuda(core::Status status) noexcept {
+  switch (status) {
+    case core::Status::success:
+      return CUDA_SUCCESS;
+    case core::Status::invalid_value:
+      return CUDA_ERROR_INVALID_VALUE;
+    case core::Status::out_of_memory:
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    case core::Status::not_supported:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    case core::Status::not_ready:
+      return CUDA_ERROR_NOT_READY;
+    case core::Status::deinitialized:
+      return CUDA_ERROR_DEINITIALIZED;
+    case core::Status::backend_error:
+      break;
+  }
+  return CUDA_ERROR_UNKNOWN;
+}
+
+// --- PoolDirectory ---------------------------------------------------------------------------
+
+CUresult PoolDirectory::create_default(const core::PoolProps& props, std::atomic<core::Pool*>& default_slot,
+                                       std::atomic<core::Pool*>& current_slot, core::Pool** pool) noexcept {
+  try {
+    std::lock_guard lock(create_mutex_);
+    core::Pool* existing = default_slot.load(std::memory_order_acquire);
+    if (existing == nullptr) {
+      std::unique_ptr<core::Backing> backing;
+      core::Status status = driver::make_backing(props, &backing);
+      if (!core::ok(status)) return to_cuda(status);
+      status = engine_.create_pool(props, std::move(backing), &existing);
+      if (!core::ok(status)) return to_cuda(status);
+      default_slot.store(existing, std::memory_order_release);
+      core::Pool* no_current = nullptr;
+      current_slot.compare_exchange_strong(no_current, existing, std::memory_order_acq_rel);
+    }
+    *pool = existing;
+    return CUDA_SUCCESS;
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+CUresult PoolDirectory::device_default(CUdevice device, core::Pool** pool) noexcept {
+  if (!driver::valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+  if (device >= kMaxDevices) return CUDA_ERROR_NOT_SUPPORTED;
+  core::Pool* existing = device_default_[device].load(std::memory_order_acquire);
+  if (existing != nullptr) {
+    *pool = existing;
+    return CUDA_SUCCESS;
+  }
+  return create_default(device_pool_props(device), device_default_[device], device_current_[device], pool);
+}
+
+CUresult PoolDirectory::set_device_current(CUdevice device, core::Pool* pool) noexcept {
+  core::Pool* ignored = nullptr;
+  CUresult result = device_default(device, &ignored);  // the slot exists and holds a default
+  if (result != CUDA_SUCCESS) return result;
+  device_current_[device].store(pool, std::memory_order_release);
+  return CUDA_SUCCESS;
+}
+
+CUresult PoolDirectory::shared_default(Shared which, core::Pool** pool) noexcept {
+  unsigned index = index_of(which);
+  core::Pool* existing = shared_default_[index].load(std::memory_order_acquire);
+  if (existing != nullptr) {
+    *pool = existing;
+    return CUDA_SUCCESS;
+  }
+  return create_default(shared_pool_props(which), shared_default_[index], shared_current_[index], pool);
+}
+
+CUresult PoolDirectory::shared_current(Shared which, core::Pool** pool) noexcept {
+  core::Pool* current = shared_current_[index_of(which)].load(std::memory_order_acquire);
+  if (current != nullptr) {
+    *pool = current;
+    return CUDA_SUCCESS;
+  }
+  return shared_default(which, pool);
+}
+
+CUresult PoolDirectory::set_shared_current(Shared which, core::Pool* pool) noexcept {
+  core::Pool* ignored = nullptr;
+  CUresult result = shared_default(which, &ignored);
+  if (result != CUDA_SUCCESS) return result;
+  shared_current_[index_of(which)].store(pool, std::memory_order_release);
+  return CUDA_SUCCESS;
+}
+
+bool PoolDirectory::is_default(const core::Pool* pool) const noexcept {
+  if (pool == nullptr) return false;
+  for (const auto& slot : device_default_) {
+    if (slot.load(std::memory_order_acquire) == pool) return true;
+  }
+  for (const auto& slot : shared_default_) {
+    if (slot.load(std::memory_order_acquire) == pool) return true;
+  }
+  return false;
+}
+
+void PoolDirectory::forget(const core::Pool* pool) noexcept {
+  for (int device = 0; device < kMaxDevices; ++device) {
+    core::Pool* expected = const_cast<core::Pool*>(pool);
+    device_current_[device].compare_exchange_strong(expected, device_default_[device].load(std::memory_order_acquire),
+                                                    std::memory_order_acq_rel);
+  }
+  for (unsigned index = 0; index < 2; ++index) {
+    core::Pool* expected = const_cast<core::Pool*>(pool);
+    shared_current_[index].compare_exchange_strong(expected, shared_default_[index].load(std::memory_order_acquire),
+                                                   std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace streampool::interpose

@@ -1,0 +1,170 @@
+#include "stats_report.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "call_counters.hpp"
+#include "driver/capture_tracker.hpp"
+#include "driver/log.hpp"
+#include "process_state.hpp"
+#include "driver/real_library.hpp"
+
+namespace streampool::interpose {
+
+namespace {
+
+const char* kind_name(core::PoolKind kind) {
+  switch (kind) {
+    case core::PoolKind::device:
+      return "device";
+    case core::PoolKind::pinned_host:
+      return "pinned_host";
+    case core::PoolKind::managed:
+      return "managed";
+  }
+  return "unknown";
+}
+
+void append_escaped(std::string& out, const std::string& text) {
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+}
+
+void append_field(std::string& out, const char* name, std::uint64_t value, bool comma = true) {
+  char text[96];
+  std::snprintf(text, sizeof text, "\"%s\":%" PRIu64 "%s", name, value, comma ? "," : "");
+  out += text;
+}
+
+void append_pool(std::string& out, core::Engine& engine, PoolDirectory& directory, core::Pool* pool) {
+  const core::PoolProps& props = engine.props(pool);
+  core::PoolStats stats = engine.stats(pool);
+  std::uint64_t threshold = 0;
+  engine.get_attribute(pool, core::PoolAttribute::release_threshold, &threshold);
+  char head[160];
+  std::snprintf(head, sizeof head, "{\"handle\":\"%p\",\"kind\":\"%s\",\"default\":%s,",
+                static_cast<void*>(pool), kind_name(props.kind), directory.is_default(pool) ? "true" : "false");
+  out += head;
+  append_field(out, "allocation_type", static_cast<std::uint64_t>(props.allocation_type));
+  append_field(out, "location_type", static_cast<std::uint64_t>(props.location_type));
+  char location_id[48];
+  std::snprintf(location_id, sizeof location_id, "\"location_id\":%d,", props.location_id);
+  out += location_id;
+  append_field(out, "max_size", props.max_size);
+  append_field(out, "release_threshold", threshold);
+  append_field(out, "reserved_current", stats.reserved_current);
+  append_field(out, "reserved_high", stats.reserved_high);
+  append_field(out, "used_current", stats.used_current);
+  append_field(out, "used_high", stats.used_high, false);
+  out += '}';
+}
+
+std::atomic<bool> report_registered{false};
+
+void write_report_at_exit() {
+  const char* path = std::getenv("STREAMPOOL_STATS");
+  if (path == nullptr || path[0] == '\0') return;
+  try {
+    std::string report = stats_json();
+    std::FILE* file = std::fopen(path, "w");
+    if (file == nullptr) {
+      STREAMPOOL_LOG_WARN("cannot write STREAMPOOL_STATS report to %s", path);
+      return;
+    }
+    std::fwrite(report.data(), 1, report.size(), file);
+    std::fputc('\n', file);
+    std::fclose(file);
+  } catch (...) {
+    STREAMPOOL_LOG_WARN("STREAMPOOL_STATS report failed");
+  }
+}
+
+}  // namespace
+
+std::string stats_json() {
+  std::string out;
+  out.reserve(4096);
+  out += "{\"streampool\":{\"version\":\"0.1.0\",\"disabled\":";
+  out += driver::passthrough_requested() ? "true" : "false";
+  out += ",\"real_driver\":\"";
+  if (const driver::RealLibrary* library = driver::real_library(); library != nullptr) {
+    append_escaped(out, library->path);
+  }
+  out += "\",";
+  append_field(out, "captures_in_progress", static_cast<std::uint64_t>(driver::captures_in_progress()), false);
+  out += "},\"pools\":[";
+  core::PoolStats totals;
+  if (ProcessState* current = existing_state(); current != nullptr) {
+    HookScope scope;
+    // Collected first: the engine may hold a lock while it visits.
+    std::vector<core::Pool*> live;
+    current->engine.for_each_pool([&live](core::Pool* pool) { live.push_back(pool); });
+    bool first = true;
+    for (core::Pool* pool : live) {
+      if (!current->engine.is_pool(pool)) continue;
+      if (!first) out += ',';
+      first = false;
+      append_pool(out, current->engine, current->pools, pool);
+      core::PoolStats stats = current->engine.stats(pool);
+      totals.reserved_current += stats.reserved_current;
+      totals.reserved_high += stats.reserved_high;
+      totals.used_current += stats.used_current;
+      totals.used_high += stats.used_high;
+    }
+  }
+  out += "],\"totals\":{";
+  append_field(out, "reserved_current", totals.reserved_current);
+  append_field(out, "reserved_high", totals.reserved_high);
+  append_field(out, "used_current", totals.used_current);
+  append_field(out, "used_high", totals.used_high, false);
+  out += "},\"calls\":{";
+  std::array<std::uint64_t, kHookCount> calls = call_totals();
+  bool first = true;
+  for (unsigned i = 0; i < kHookCount; ++i) {
+    if (calls[i] == 0) continue;
+    if (!first) out += ',';
+    first = false;
+    out += '"';
+    out += hook_name(static_cast<Hook>(i));
+    out += "\":";
+    out += std::to_string(calls[i]);
+  }
+  out += "}}";
+  return out;
+}
+
+void register_stats_report_at_exit() noexcept {
+  const char* path = std::getenv("STREAMPOOL_STATS");
+  if (path == nullptr || path[0] == '\0') return;
+  bool expected = false;
+  if (report_registered.compare_exchange_strong(expected, true)) std::atexit(&write_report_at_exit);
+}
+
+}  // namespace streampool::interpose
+
+extern "C" __attribute__((visibility("default"))) int streampool_stats_json(char* buffer, size_t size) {
+  try {
+    std::string report = streampool::interpose::stats_json();
+    if (buffer != nullptr && size > 0) {
+      std::size_t copied = report.size() < size - 1 ? report.size() : size - 1;
+      std::memcpy(buffer, report.data(), copied);
+      buffer[copied] = '\0';
+    }
+    return static_cast<int>(report.size());
+  } catch (...) {
+    return -1;
+  }
+}

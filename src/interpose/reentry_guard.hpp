@@ -1,0 +1,23 @@
+// Counts how deep the current thread is inside streampool's entry points. The real driver may
+// call back into exported cu* names (which resolve to us); such nested calls must go straight to
+// the real driver instead of being interposed a second time.
+#pragma once
+
+namespace streampool::interpose {
+
+class ReentryGuard {
+ public:
+  ReentryGuard() noexcept : nested_(depth_ > 0) { ++depth_; }
+  ~ReentryGuard() { --depth_; }
+  ReentryGuard(const ReentryGuard&) = delete;
+  ReentryGuard& operator=(const ReentryGuard&) = delete;
+
+  // True when this guard was created inside another streampool entry point on the same thread.
+  [[nodiscard]] bool nested() const noexcept { return nested_; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+  bool nested_;
+};
+
+}  // namespace streampool::interpose

@@ -1,0 +1,97 @@
+#include "model/gpu_model.hpp"
+
+#include <algorithm>
+
+namespace streampool::testing::model {
+
+void join_into(VectorClock& into, const VectorClock& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (std::size_t i = 0; i < from.size(); ++i) into[i] = std::max(into[i], from[i]);
+}
+
+int GpuModel::open_stream(core::StreamKey key, core::StreamKind kind) {
+  const int index = static_cast<int>(streams_.size());
+  streams_.push_back(Stream{key, kind, true, {}});
+  live_by_key_[key] = index;
+  return index;
+}
+
+void GpuModel::close_stream(core::StreamKey key) {
+  auto it = live_by_key_.find(key);
+  if (it == live_by_key_.end()) return;
+  streams_[static_cast<std::size_t>(it->second)].live = false;
+  live_by_key_.erase(it);
+}
+
+int GpuModel::instance(core::StreamKey key) const {
+  auto it = live_by_key_.find(key);
+  return it == live_by_key_.end() ? -1 : it->second;
+}
+
+const VectorClock& GpuModel::last_clock(int instance) const {
+  const Stream& stream = streams_[static_cast<std::size_t>(instance)];
+  return stream.ops.empty() ? empty_ : stream.ops.back();
+}
+
+VectorClock GpuModel::next_clock(int instance) const {
+  VectorClock clock = last_clock(instance);
+  join_into(clock, done_);
+  const core::StreamKind own = kind(instance);
+  if (own == core::StreamKind::non_blocking) return clock;
+  for (std::size_t other = 0; other < streams_.size(); ++other) {
+    const Stream& stream = streams_[other];
+    if (!stream.live || static_cast<int>(other) == instance) continue;
+    const bool implicit = (own == core::StreamKind::blocking && stream.kind == core::StreamKind::legacy_default) ||
+                          (own == core::StreamKind::legacy_default && stream.kind == core::StreamKind::blocking);
+    if (implicit) join_into(clock, last_clock(static_cast<int>(other)));
+  }
+  return clock;
+}
+
+OpRef GpuModel::issue(int instance, const VectorClock* also_after) {
+  VectorClock clock = next_clock(instance);
+  if (also_after != nullptr) join_into(clock, *also_after);
+  Stream& stream = streams_[static_cast<std::size_t>(instance)];
+  const auto position = static_cast<std::uint32_t>(stream.ops.size() + 1);
+  if (clock.size() <= static_cast<std::size_t>(instance)) clock.resize(static_cast<std::size_t>(instance) + 1, 0);
+  clock[static_cast<std::size_t>(instance)] = position;
+  stream.ops.push_back(std::move(clock));
+  return OpRef{instance, position};
+}
+
+const VectorClock& GpuModel::clock_of(const OpRef& op) const {
+  return streams_[static_cast<std::size_t>(op.instance)].ops[op.position - 1];
+}
+
+void GpuModel::record_event(core::EventKey event, int instance) {
+  const OpRef op = issue(instance);
+  events_[event] = clock_of(op);
+}
+
+bool GpuModel::wait_event(int waiter, core::EventKey event) {
+  auto it = events_.find(event);
+  if (it == events_.end()) return false;
+  const VectorClock after = it->second;  // issue() may grow the maps' storage
+  issue(waiter, &after);
+  return true;
+}
+
+const VectorClock* GpuModel::event_clock(core::EventKey event) const {
+  auto it = events_.find(event);
+  return it == events_.end() ? nullptr : &it->second;
+}
+
+void GpuModel::complete_up_to(const VectorClock& target) { join_into(done_, target); }
+
+VectorClock GpuModel::everything_issued() const {
+  VectorClock all;
+  for (std::size_t i = 0; i < streams_.size(); ++i) join_into(all, last_clock(static_cast<int>(i)));
+  return all;
+}
+
+bool GpuModel::idle(int instance) const {
+  const Stream& stream = streams_[static_cast<std::size_t>(instance)];
+  return stream.ops.empty() || clock_at(done_, instance) >= stream.ops.size();
+}
+
+}  // namespace streampool::testing::model

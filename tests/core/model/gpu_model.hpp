@@ -1,0 +1,90 @@
+// GpuModel: the model check's own picture of what a legal GPU execution may do, kept apart
+// from everything the engine believes.
+//
+// Every operation the program (or the engine, through ModelOrdering) puts on a stream gets a
+// vector clock over stream *instances* (a destroyed stream's key may come back as a new
+// instance): entry i is the last position on instance i that the operation is ordered after.
+// Edges, as CUDA defines them:
+//   program order       an op follows the previous op of its stream;
+//   event record/wait   the wait (and everything after it) follows the recorded op;
+//   legacy default      an op on the legacy stream follows the earlier ops of every live
+//                       blocking stream; an op on a blocking stream follows the earlier ops of
+//                       the legacy stream (non-blocking streams: nothing implicit);
+//   GPU progress        nothing completes until the script says so; once ops are complete,
+//                       every op issued later on any stream is ordered after them (`done_`).
+// Completion is prefix-closed per instance and dependency-closed: completing an op completes
+// everything in its clock. Not thread-safe: the model check runs one step at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/keys.hpp"
+
+namespace streampool::testing::model {
+
+using VectorClock = std::vector<std::uint32_t>;  // indexed by stream instance
+
+struct OpRef {
+  int instance = -1;
+  std::uint32_t position = 0;  // 1-based position on the instance
+};
+
+inline std::uint32_t clock_at(const VectorClock& clock, int instance) {
+  return instance >= 0 && static_cast<std::size_t>(instance) < clock.size() ? clock[static_cast<std::size_t>(instance)]
+                                                                             : 0;
+}
+inline bool ordered_before(const OpRef& earlier, const VectorClock& later) {
+  return clock_at(later, earlier.instance) >= earlier.position;
+}
+void join_into(VectorClock& into, const VectorClock& from);
+
+class GpuModel {
+ public:
+  int open_stream(core::StreamKey key, core::StreamKind kind);  // a new instance for the key
+  void close_stream(core::StreamKey key);                       // the key may be opened again
+  int instance(core::StreamKey key) const;                      // -1: no live stream has it
+  core::StreamKind kind(int instance) const { return streams_[static_cast<std::size_t>(instance)].kind; }
+  core::StreamKey key(int instance) const { return streams_[static_cast<std::size_t>(instance)].key; }
+  bool live(int instance) const { return streams_[static_cast<std::size_t>(instance)].live; }
+  std::size_t instance_count() const { return streams_.size(); }
+
+  // The clock the next op on `instance` would get (its own position not included).
+  VectorClock next_clock(int instance) const;
+  // Puts an op on the instance, ordered after `also_after` too when given.
+  OpRef issue(int instance, const VectorClock* also_after = nullptr);
+  const VectorClock& clock_of(const OpRef& op) const;
+  // The clock of the instance's last op (empty: none yet).
+  const VectorClock& last_clock(int instance) const;
+
+  // Program events (cuEventRecord / cuStreamWaitEvent / cuEventDestroy).
+  void record_event(core::EventKey event, int instance);
+  bool wait_event(int waiter, core::EventKey event);  // false: never recorded, a no-op
+  const VectorClock* event_clock(core::EventKey event) const;
+  void destroy_event(core::EventKey event) { events_.erase(event); }
+
+  // GPU progress.
+  void complete_up_to(const VectorClock& target);
+  void complete_instance(int instance) { complete_up_to(last_clock(instance)); }
+  VectorClock everything_issued() const;  // join of every instance's last op
+  bool is_complete(const OpRef& op) const { return ordered_before(op, done_); }
+  bool idle(int instance) const;
+  const VectorClock& done() const { return done_; }
+
+ private:
+  struct Stream {
+    core::StreamKey key = 0;
+    core::StreamKind kind = core::StreamKind::blocking;
+    bool live = true;
+    std::vector<VectorClock> ops;  // ops[p - 1] is the clock of the op at position p
+  };
+  std::vector<Stream> streams_;
+  std::map<core::StreamKey, int> live_by_key_;
+  std::map<core::EventKey, VectorClock> events_;
+  VectorClock done_;  // per instance: the completed prefix
+  VectorClock empty_;
+};
+
+}  // namespace streampool::testing::model

@@ -1,0 +1,75 @@
+#include "model/model_ordering.hpp"
+
+namespace streampool::testing::model {
+
+void ModelOrdering::fail(std::string what) {
+  ++errors_;
+  last_error_ = std::move(what);
+}
+
+core::StreamKind ModelOrdering::stream_kind(core::StreamKey stream) {
+  const int instance = gpu_.instance(stream);
+  if (instance < 0) {
+    fail("stream_kind of key " + std::to_string(stream) + ", which no live stream has");
+    return core::StreamKind::non_blocking;
+  }
+  return gpu_.kind(instance);
+}
+
+core::Status ModelOrdering::record(core::StreamKey stream, core::Marker* marker) {
+  const int instance = gpu_.instance(stream);
+  if (instance < 0) {
+    fail("record on key " + std::to_string(stream) + ", which no live stream has");
+    return core::Status::invalid_value;
+  }
+  markers_.push_back(MarkerOp{gpu_.issue(instance), true});
+  *marker = markers_.size();
+  return core::Status::success;
+}
+
+const ModelOrdering::MarkerOp* ModelOrdering::find(core::Marker marker, const char* call) {
+  if (marker == 0 || marker > markers_.size()) {
+    fail(std::string(call) + " of an unknown marker " + std::to_string(marker));
+    return nullptr;
+  }
+  const MarkerOp& found = markers_[marker - 1];
+  if (!found.live) {
+    fail(std::string(call) + " of recycled marker " + std::to_string(marker));
+    return nullptr;
+  }
+  return &found;
+}
+
+core::Status ModelOrdering::query(core::Marker marker) {
+  const MarkerOp* found = find(marker, "query");
+  if (found == nullptr) return core::Status::invalid_value;
+  return gpu_.is_complete(found->op) ? core::Status::success : core::Status::not_ready;
+}
+
+core::Status ModelOrdering::wait(core::StreamKey waiter, core::Marker marker) {
+  const MarkerOp* found = find(marker, "wait");
+  if (found == nullptr) return core::Status::invalid_value;
+  const int instance = gpu_.instance(waiter);
+  if (instance < 0) {
+    fail("wait on key " + std::to_string(waiter) + ", which no live stream has");
+    return core::Status::invalid_value;
+  }
+  const OpRef marker_op = found->op;
+  const VectorClock after = gpu_.clock_of(marker_op);
+  const OpRef wait_op = gpu_.issue(instance, &after);
+  waits_.push_back(InsertedWait{instance, marker_op, wait_op});
+  return core::Status::success;
+}
+
+void ModelOrdering::recycle(core::Marker marker) {
+  if (find(marker, "recycle") == nullptr) return;
+  markers_[marker - 1].live = false;
+}
+
+std::size_t ModelOrdering::live_markers() const {
+  std::size_t live = 0;
+  for (const MarkerOp& marker : markers_) live += marker.live ? 1 : 0;
+  return live;
+}
+
+}  // namespace streampool::testing::model

@@ -1,0 +1,56 @@
+// The fake reads STREAMPOOL_FAKE_DEVICES / STREAMPOOL_FAKE_MEMORY once per process, so the tests run
+// under a fixed configuration set here before anything touches the driver. Tests of other settings
+// re-run this binary in a mode that only reports what the fake saw.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <string>
+
+#include "fake_test_support.hpp"
+
+namespace {
+
+constexpr const char* kReportMode = "--report-fake-config";
+
+int report_fake_config() {
+  const CUresult init = cuInit(0);
+  int devices = 0;
+  size_t total = 0;
+  if (init == CUDA_SUCCESS) {
+    cuDeviceGetCount(&devices);
+    cuDeviceTotalMem(&total, 0);
+  }
+  std::printf("init=%d devices=%d memory=%zu\n", static_cast<int>(init), devices, total);
+  return 0;
+}
+
+}  // namespace
+
+namespace fake_test {
+
+std::string run_self_with_environment(const std::string& environment, const std::string& mode) {
+  const std::string command = "env -u STREAMPOOL_FAKE_DEVICES -u STREAMPOOL_FAKE_MEMORY " + environment +
+                              " /proc/" + std::to_string(getpid()) + "/exe " + mode;
+  std::string output;
+  if (FILE* pipe = popen(command.c_str(), "r"); pipe != nullptr) {
+    std::array<char, 256> buffer{};
+    while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) output += buffer.data();
+    pclose(pipe);
+  }
+  return output;
+}
+
+}  // namespace fake_test
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], kReportMode) == 0) return report_fake_config();
+  setenv("STREAMPOOL_FAKE_DEVICES", std::to_string(fake_test::kDevices).c_str(), 1);
+  setenv("STREAMPOOL_FAKE_MEMORY", "1G", 1);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

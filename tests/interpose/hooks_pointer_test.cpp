@@ -1,0 +1,91 @@
+// Pool pointers where any pointer can go: attributes, address range, cuMemFree.
+#include "hooks_test_api.hpp"
+
+namespace {
+
+class PointerHooks : public hooks_test::DriverTest {};
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+TEST_F(PointerHooks, PointerAttributesDescribeThePoolAllocation) {
+  CUmemoryPool pool = create_device_pool();
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, kMiB, pool, stream), CUDA_SUCCESS);
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUmemoryPool owner = nullptr;
+  bool legacy_ipc = true;
+
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer + 100), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer + 100), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, pointer),
+            CUDA_SUCCESS);
+
+  EXPECT_EQ(start, pointer);
+  EXPECT_EQ(size, kMiB);
+  EXPECT_EQ(owner, pool);
+  EXPECT_FALSE(legacy_ipc);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(PointerHooks, PointerGetAttributesAnswersTheSameForAPoolPointer) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 3000, stream), CUDA_SUCCESS);
+  CUmemoryPool current = nullptr;
+  ASSERT_EQ(SP(cuDeviceGetMemPool)(&current, device), CUDA_SUCCESS);
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                      CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE};
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  CUmemoryPool owner = nullptr;
+  void* data[] = {&start, &size, &owner};
+
+  ASSERT_EQ(SP(cuPointerGetAttributes)(3, attributes, data, pointer + 7), CUDA_SUCCESS);
+
+  EXPECT_EQ(start, pointer);
+  EXPECT_EQ(size, 3000u);
+  EXPECT_EQ(owner, current);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+}
+
+TEST_F(PointerHooks, AddressRangeOfAnInteriorPointerIsTheAllocation) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, kMiB, stream), CUDA_SUCCESS);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+
+  ASSERT_EQ(SP(cuMemGetAddressRange_v2)(&base, &size, pointer + 100), CUDA_SUCCESS);
+
+  EXPECT_EQ(base, pointer);
+  EXPECT_EQ(size, kMiB);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+}
+
+TEST_F(PointerHooks, MemFreeOfPoolPointersKeepsUsedMemoryExact) {
+  CUmemoryPool pool = create_device_pool();
+  CUdeviceptr first = 0;
+  CUdeviceptr second = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&first, 1000, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, 2000, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 3000u);
+
+  EXPECT_EQ(SP(cuMemFree_v2)(second), CUDA_SUCCESS);
+  EXPECT_EQ(pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1000u);
+  EXPECT_EQ(SP(cuMemFree_v2)(first), CUDA_SUCCESS);
+  EXPECT_EQ(pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(PointerHooks, MemFreeOfAnInteriorPoolPointerIsInvalid) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 4096, stream), CUDA_SUCCESS);
+
+  EXPECT_EQ(SP(cuMemFree_v2)(pointer + 512), CUDA_ERROR_INVALID_VALUE);
+
+  EXPECT_EQ(SP(cuMemFree_v2)(pointer), CUDA_SUCCESS);
+}
+
+}  // namespace

@@ -1,0 +1,85 @@
+// Ordering the program makes reaches the engine: host syncs and event waits make memory freed on
+// one stream reusable on another at once.
+#include "hooks_test_api.hpp"
+
+namespace {
+
+class TrackingHooks : public hooks_test::DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    ASSERT_EQ(SP(cuStreamCreate)(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    pool = create_device_pool();
+    std::uint64_t keep_everything = ~std::uint64_t{0};
+    ASSERT_EQ(SP(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    SP(cuStreamSynchronize)(stream);
+    SP(cuStreamSynchronize)(other);
+    SP(cuMemPoolDestroy)(pool);
+    SP(cuStreamDestroy_v2)(other);
+    DriverTest::TearDown();
+  }
+  CUstream other = nullptr;
+  CUmemoryPool pool = nullptr;
+};
+
+TEST_F(TrackingHooks, StreamSynchronizeMakesAFreeReusableOnAnotherStream) {
+  CUdeviceptr first = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&first, 1 << 20, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  CUdeviceptr second = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, 1 << 20, pool, other), CUDA_SUCCESS);
+
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
+}
+
+TEST_F(TrackingHooks, EventWaitMakesAFreeReusableOnTheWaitingStream) {
+  CUevent event = nullptr;
+  ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  CUdeviceptr first = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&first, 1 << 20, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuEventRecord)(event, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamWaitEvent)(other, event, 0), CUDA_SUCCESS);
+  CUdeviceptr second = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, 1 << 20, pool, other), CUDA_SUCCESS);
+
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuEventDestroy_v2)(event), CUDA_SUCCESS);
+}
+
+TEST_F(TrackingHooks, RecordOnAnInvalidStreamIsAnErrorNotACrash) {
+  CUevent event = nullptr;
+  ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  auto* bogus = reinterpret_cast<CUstream>(std::uintptr_t{0x12345});
+
+  EXPECT_EQ(SP(cuEventRecord)(event, bogus), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(SP(cuStreamWaitEvent)(bogus, event, 0), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(SP(cuStreamQuery)(bogus), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(SP(cuEventDestroy_v2)(event), CUDA_SUCCESS);
+}
+
+TEST_F(TrackingHooks, ADestroyedStreamsHandleIsResolvedAfresh) {
+  CUstream temporary = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&temporary, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, 4096, pool, temporary), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(pointer, temporary), CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(temporary), CUDA_SUCCESS);
+
+  // Its memory is still reusable once the pool learns the destroyed stream's work completed.
+  ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  CUdeviceptr again = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, 4096, pool, stream), CUDA_SUCCESS);
+  EXPECT_EQ(again, pointer);
+  EXPECT_EQ(SP(cuMemFreeAsync)(again, stream), CUDA_SUCCESS);
+}
+
+}  // namespace
