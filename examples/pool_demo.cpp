@@ -98,7 +98,9 @@ int main() {
   if (auto stats = reinterpret_cast<StatsFn>(dlsym(RTLD_DEFAULT, "streampool_stats_json"))) {
     std::vector<char> report(static_cast<std::size_t>(stats(nullptr, 0)) + 1);
     stats(report.data(), report.size());
-    std::printf("streampool's report:\n%s\n", report.data());
+    std::fputs("streampool's report:\n", stdout);
+    std::fputs(report.data(), stdout);
+    std::fputs("\n", stdout);
   }
   check(cuEventDestroy(handed_over), "cuEventDestroy");
   check(cuStreamDestroy(producer), "cuStreamDestroy");

@@ -9,9 +9,10 @@
 #                               (STREAMPOOL_LIBCUDA), no driver-alone run, no GPU-only programs,
 #                               no benchmarks
 #
-# Files written to $OUT (at most 7; default $OUT: ./gpu-check-out):
+# Files written to $OUT (at most 8; default $OUT: ./gpu-check-out):
 #   build.log, conformance-driver.log, conformance-streampool.log, programs.log, bench.log,
-#   bench-results.tar.gz (bench/gpu/run.sh's JSON and summary), summary.txt
+#   bench-results.tar.gz (bench/gpu/run.sh's JSON and summary), core-bench.log, core-bench.json,
+#   summary.txt
 # Environment (optional): OUT, BUILD_DIR (default build-gpu, or build-gpucheck-fake with --fake),
 # GPU_CHECK_BUDGET, STREAMPOOL_COMMIT (recorded in the summary when the tree has no .git).
 # Every step runs under `timeout` with a share of a total budget (GPU_CHECK_BUDGET seconds,
@@ -254,6 +255,25 @@ else
     fi
     [[ -d $work/bench ]] && tar -czf "$out/bench-results.tar.gz" -C "$work" bench 2>>"$out/bench.log"
     add "step bench: $(rc_text $rc), $((SECONDS - step_start)) s, results in bench-results.tar.gz"
+    [[ $rc -eq 0 ]] || overall=1
+  fi
+fi
+
+# 6. The engine's own benchmarks on this machine's cores (thread scaling needs 16 of them).
+step_start=$SECONDS
+if [[ ! -x bench/core/run.sh ]]; then
+  add "step core-bench: SKIPPED (no bench/core/run.sh)"
+else
+  b=$(budget 120 5)
+  if ((b < 20)); then
+    add "step core-bench: SKIPPED (no time left)"
+  else
+    note "core bench (${b}s)"
+    timeout -k 10 "$b" bench/core/run.sh "$work/core-bench" "$build" >"$out/core-bench.log" 2>&1
+    rc=$?
+    [[ -f $work/core-bench/core-bench-summary.md ]] && cat "$work/core-bench/core-bench-summary.md" >>"$out/core-bench.log"
+    [[ -f $work/core-bench/core-bench.json ]] && cp "$work/core-bench/core-bench.json" "$out/core-bench.json"
+    add "step core-bench: $(rc_text $rc), $((SECONDS - step_start)) s"
     [[ $rc -eq 0 ]] || overall=1
   fi
 fi
