@@ -54,13 +54,12 @@ std::optional<AddressSpace::GrowthPlan> AddressSpace::plan_growth(std::size_t by
       std::size_t end = g;
       while (end < usable_granules && !region.mapped[end]) ++end;
       const std::uintptr_t run_start = region.base + g * granule_bytes_;
-      auto tail = free_.range_ending_at(run_start);
-      if (tail && !usable(tail->requirements)) tail.reset();
-      const std::size_t have = tail ? tail->bytes : 0;
+      const std::uintptr_t tail_start = free_.run_start_before(run_start, usable);
+      const std::size_t have = run_start - tail_start;
       const std::size_t need = bytes > have ? round_up(bytes - have, granule_bytes_) : 0;
       const std::size_t room = (end - g) * granule_bytes_;
       if (need <= room) {
-        return GrowthPlan{r, tail ? tail->address : run_start, run_start, need, room};
+        return GrowthPlan{r, tail_start, run_start, need, room};
       }
       g = end;
     }
@@ -150,7 +149,7 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
   if (!ok(status)) return status;
   // The allocation takes the free tail and the start of the new granules; the rest of them
   // enters the index on its own, so the tail's requirements do not spread over fresh memory.
-  if (plan->start < plan->map_from) free_.take(plan->start, plan->map_from - plan->start);
+  if (plan->start < plan->map_from) free_.take_span(plan->start, plan->map_from - plan->start);
   const std::uintptr_t allocation_end = plan->start + bytes;
   const std::uintptr_t mapped_end = plan->map_from + want;
   if (mapped_end > allocation_end) free_.insert(allocation_end, mapped_end - allocation_end);

@@ -1,5 +1,6 @@
 #include "free_index.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 namespace streampool::core {
@@ -41,11 +42,13 @@ void FreeIndex::insert(std::uintptr_t address, std::size_t bytes, const Requirem
   const bool joins_prev = prev != by_address_.end() && prev->first + prev->second.bytes == address;
   const bool joins_next = next != by_address_.end() && next->first == address + bytes;
 
+  const auto mergeable = [&](const Requirements& neighbour) { return neighbour.same_as(requirements); };
   Requirements with_prev = requirements;
-  const bool merge_prev = joins_prev && with_prev.absorb(prev->second.requirements);
+  const bool merge_prev = joins_prev && mergeable(prev->second.requirements) &&
+                          with_prev.absorb(prev->second.requirements);
   if (merge_prev) {
     Requirements with_both = with_prev;
-    if (joins_next && with_both.absorb(next->second.requirements)) {
+    if (joins_next && mergeable(next->second.requirements) && with_both.absorb(next->second.requirements)) {
       const std::size_t total = prev->second.bytes + bytes + next->second.bytes;
       remove(next);
       prev->second.requirements = with_both;
@@ -57,7 +60,7 @@ void FreeIndex::insert(std::uintptr_t address, std::size_t bytes, const Requirem
     return;
   }
   Requirements with_next = requirements;
-  if (joins_next && with_next.absorb(next->second.requirements)) {
+  if (joins_next && mergeable(next->second.requirements) && with_next.absorb(next->second.requirements)) {
     next->second.requirements = with_next;
     resize(next, address, next->second.bytes + bytes);
     return;
@@ -89,13 +92,26 @@ void FreeIndex::take(std::uintptr_t address, std::size_t bytes) {
   }
 }
 
+void FreeIndex::take_span(std::uintptr_t address, std::size_t bytes) {
+  while (bytes > 0) {
+    auto range = range_containing(address);
+    assert(range);
+    if (!range) return;
+    const std::size_t part = std::min<std::size_t>(bytes, range->address + range->bytes - address);
+    take(address, part);
+    address += part;
+    bytes -= part;
+  }
+}
+
 void FreeIndex::merge_all() {
   auto it = by_address_.begin();
   while (it != by_address_.end()) {
     auto next = std::next(it);
     if (next == by_address_.end()) break;
     Requirements merged = it->second.requirements;
-    if (it->first + it->second.bytes == next->first && merged.absorb(next->second.requirements)) {
+    if (it->first + it->second.bytes == next->first && merged.same_as(next->second.requirements) &&
+        merged.absorb(next->second.requirements)) {
       const std::size_t total = it->second.bytes + next->second.bytes;
       remove(next);
       it->second.requirements = merged;

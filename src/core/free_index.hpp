@@ -2,7 +2,7 @@
 //
 // Two orders over the same ranges: by address (to merge a freed range with its neighbours)
 // and by (size, address) (best fit, lowest address among equals, as the driver places). Each
-// range carries the Requirements for reusing it. Splitting and merging update tree nodes in
+// range carries the Requirements for reusing it; neighbours merge when those are the same. Splitting and merging update tree nodes in
 // place (extract, change, reinsert), so the common operations allocate nothing.
 // Not thread-safe: the pool's mutex guards it.
 #pragma once
@@ -42,9 +42,48 @@ class FreeIndex {
     return best_fit(bytes, [](const Requirements&) { return true; });
   }
 
+  // best_fit, else the smallest run of adjacent ranges that `usable` all accepts (ranges that
+  // wait on different streams stay apart in the index, but one stream may use them together).
+  // Take the result with take_span.
+  template <typename Usable>
+  std::optional<FreeRange> best_run(std::size_t bytes, Usable&& usable) const {
+    if (auto fit = best_fit(bytes, usable)) return fit;
+    std::optional<FreeRange> best;
+    std::uintptr_t run_start = 0;
+    std::uintptr_t run_end = 0;
+    const auto close_run = [&] {
+      const std::size_t length = run_end - run_start;
+      if (length >= bytes && (!best || length < best->bytes)) best = FreeRange{run_start, length, {}};
+    };
+    for (const auto& [address, entry] : by_address_) {
+      if (!usable(entry.requirements)) {
+        close_run();
+        run_start = run_end = 0;
+        continue;
+      }
+      if (run_end != address) {
+        close_run();
+        run_start = address;
+      }
+      run_end = address + entry.bytes;
+    }
+    close_run();
+    return best;
+  }
+  // The start of a run of usable ranges ending at `end` (end itself when there is none).
+  template <typename Usable>
+  std::uintptr_t run_start_before(std::uintptr_t end, Usable&& usable) const {
+    for (auto range = range_ending_at(end); range && usable(range->requirements); range = range_ending_at(end)) {
+      end = range->address;
+    }
+    return end;
+  }
+
   // Removes [address, address+bytes), which must lie inside one free range; the rest of that
   // range stays free with its requirements.
   void take(std::uintptr_t address, std::size_t bytes);
+  // The same across adjacent ranges.
+  void take_span(std::uintptr_t address, std::size_t bytes);
 
   // Clears the requirements `met` accepts, then merges neighbours that now unite.
   template <typename Met>

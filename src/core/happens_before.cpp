@@ -148,6 +148,7 @@ Clock HappensBefore::ticket_for_group(std::optional<std::uintptr_t> group) {
 void HappensBefore::commit_host_completion(const Clock& completed) {
   std::lock_guard guard(mutex_);
   merge_into(host_completed_, completed);
+  completion_version_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 std::uint64_t HappensBefore::host_completed(std::uint32_t slot) const {
@@ -186,6 +187,7 @@ void HappensBefore::poll_marker_locked(StreamState* stream) {
   merge_into(gpu_completed_, covers);
   // A destroyed stream can gain no other ordering: its own frees count as host-known.
   if (stream->dead) raise(host_completed_, stream->slot, at(covers, stream->slot));
+  completion_version_.fetch_add(1, std::memory_order_acq_rel);
   ordering_.recycle(stream->marker->marker);
   stream->marker.reset();
 }

@@ -84,6 +84,8 @@ class HappensBefore {
   bool insert_dependency(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick);
 
   std::uint64_t host_completed(std::uint32_t slot) const;
+  // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
+  std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }
   // The stream that owns a slot (live or destroyed).
   StreamState* by_slot(std::uint32_t slot) const;
   // Per slot, the frees known complete (by the host, and by markers where opportunistic).
@@ -107,6 +109,7 @@ class HappensBefore {
   std::unordered_map<std::uintptr_t, StreamState*> legacy_by_group_;
   Clock host_completed_;
   Clock gpu_completed_;
+  std::atomic<std::uint64_t> completion_version_{0};
 };
 
 // Bumped whenever a stream key may come to mean another stream (or an engine goes away):

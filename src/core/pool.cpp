@@ -76,6 +76,7 @@ void Pool::flush_caches_locked() {
 }
 
 void Pool::settle_locked() {
+  settled_version_ = order_.completion_version();  // before reading: a later change settles again
   const Clock completed = order_.completed(allow_opportunistic_.load(std::memory_order_relaxed) != 0);
   space_.free_index().settle([&](const Requirements& requirements) {
     return requirements.met_by([&](std::uint32_t slot) { return at(completed, slot); });
@@ -117,14 +118,13 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
 
   // Every cache into the index first: best fit then sees all free memory, and a stream's
   // recent frees coalesce with their neighbours (the fast path only ever wanted exact sizes).
+  // Frees that became known complete since the last look lose their requirements and coalesce.
   flush_caches_locked();
-  for (int pass = 0; pass < 2; ++pass) {
-    if (const auto fit = index.best_fit(placed, usable)) {
-      index.take(fit->address, placed);
-      *address = fit->address;
-      return Status::success;
-    }
-    if (pass == 0) settle_locked();  // completed frees lose their requirements and coalesce
+  if (order_.completion_version() != settled_version_) settle_locked();
+  if (const auto fit = index.best_run(placed, usable)) {
+    index.take_span(fit->address, placed);
+    *address = fit->address;
+    return Status::success;
   }
 
   const Status status = space_.grow_and_take(placed, access_, usable, address);

@@ -92,6 +92,7 @@ class Pool {
   std::vector<std::unique_ptr<PoolStream>> all_shares_;  // live and dead streams' shares
   std::vector<AccessDescriptor> access_;
   std::uint64_t reserved_high_ = 0;
+  std::uint64_t settled_version_ = 0;  // HappensBefore::completion_version() at the last settle
   std::atomic<std::uint64_t> reserved_now_{0};  // a mirror of space_.reserved_bytes() for lock-free checks
 
   UsageCounter usage_;

@@ -3,9 +3,11 @@
 // A range freed on stream s at tick t may be reused by s at once, and by any other stream only
 // once that stream is ordered after (s, t) or the free is known complete. Free ranges carry the
 // set of such (slot, tick) pairs; an empty set means "anyone". Neighbouring free ranges merge
-// and their requirements unite (the higher tick per stream), so memory freed on one stream
-// coalesces with the pool's free tail; the set is kept small, and ranges whose union would not
-// fit stay apart.
+// only when they wait on exactly the same thing: merging memory that anyone may use with a
+// stream's pending frees would hide it from every other stream, and merging frees of two ticks
+// would make the older wait for the newer. Frees of one stream between two cuts share a tick
+// and so coalesce at once; the rest coalesce once known complete (FreeIndex::settle). Each
+// stream still sees adjacent ranges it may use as one (FreeIndex::best_run).
 #pragma once
 
 #include <array>
@@ -35,6 +37,19 @@ class Requirements {
   std::size_t size() const noexcept { return count_; }
   const Requirement* begin() const noexcept { return items_.data(); }
   const Requirement* end() const noexcept { return items_.data() + count_; }
+
+  // The same (slot, tick) pairs, in any order.
+  bool same_as(const Requirements& other) const noexcept {
+    if (count_ != other.count_) return false;
+    for (std::size_t i = 0; i < count_; ++i) {
+      bool found = false;
+      for (std::size_t j = 0; j < other.count_; ++j) {
+        found = found || (other.items_[j].slot == items_[i].slot && other.items_[j].tick == items_[i].tick);
+      }
+      if (!found) return false;
+    }
+    return true;
+  }
 
   // The union with `other`; false, with nothing changed, if it would exceed the capacity.
   bool absorb(const Requirements& other) noexcept {

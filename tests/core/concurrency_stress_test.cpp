@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <random>
@@ -27,11 +28,13 @@
 #include "doubles/scripted_ordering.hpp"
 #include "model/watched_backing.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#define STREAMPOOL_STRESS_UNDER_TSAN 1
+// Sanitizers slow every operation 5-15x: there the stress shrinks (env STREAMPOOL_STRESS_OPS
+// overrides the number of operations per worker everywhere).
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define STREAMPOOL_STRESS_UNDER_SANITIZER 1
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define STREAMPOOL_STRESS_UNDER_TSAN 1
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define STREAMPOOL_STRESS_UNDER_SANITIZER 1
 #endif
 #endif
 
@@ -45,11 +48,16 @@ using core::StreamKind;
 
 constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
-#ifdef STREAMPOOL_STRESS_UNDER_TSAN
-constexpr std::size_t kOpsPerWorker = 20000;  // TSan is ~10x slower and serialises on 2 cores
+#ifdef STREAMPOOL_STRESS_UNDER_SANITIZER
+constexpr std::size_t kDefaultOpsPerWorker = 20000;
 #else
-constexpr std::size_t kOpsPerWorker = 200000;
+constexpr std::size_t kDefaultOpsPerWorker = 200000;  // a few seconds in Release on 2 cores
 #endif
+
+std::size_t ops_per_worker() {
+  const char* text = std::getenv("STREAMPOOL_STRESS_OPS");
+  return text != nullptr && *text != '\0' ? std::strtoull(text, nullptr, 10) : kDefaultOpsPerWorker;
+}
 
 // Ranges of the blocks the program holds, with overlap detection.
 class LiveRanges {
@@ -145,7 +153,7 @@ class ConcurrencyStress : public ::testing::Test {
     std::mt19937_64 rng(0x5EED + worker);
     const StreamKey stream = stream_of(worker, config);
     std::vector<Held> held;
-    for (std::size_t op = 0; op < kOpsPerWorker; ++op) {
+    for (std::size_t op = 0, ops = ops_per_worker(); op < ops; ++op) {
       const std::uint64_t r = rng() % 100;
       if (r < 40 || held.empty()) {
         const std::size_t which = rng() % 4 == 0 ? 1 : 0;

@@ -7,28 +7,44 @@ namespace {
 
 const auto kAnyone = Requirements{};
 
-TEST(FreeIndex, NeighboursMergeAndTheirRequirementsUnite) {
+TEST(FreeIndex, NeighboursWaitingOnTheSameFreeMerge) {
   FreeIndex index;
-  index.insert(0x1000, 0x100, Requirements::of(1, 1));
+  index.insert(0x1000, 0x100, Requirements::of(1, 3));
   index.insert(0x1200, 0x100, Requirements::of(1, 3));
-  index.insert(0x1100, 0x100, Requirements::of(2, 2));
+  index.insert(0x1100, 0x100, Requirements::of(1, 3));
   ASSERT_EQ(index.range_count(), 1u);
   auto range = index.range_containing(0x1150);
   ASSERT_TRUE(range);
   EXPECT_EQ(range->address, 0x1000u);
   EXPECT_EQ(range->bytes, 0x300u);
-  ASSERT_EQ(range->requirements.size(), 2u);
-  EXPECT_TRUE(range->requirements.met_by([](std::uint32_t slot) { return slot == 1 ? 3u : 2u; }));
-  EXPECT_FALSE(range->requirements.met_by([](std::uint32_t slot) { return slot == 1 ? 2u : 2u; }));
+  EXPECT_TRUE(range->requirements.same_as(Requirements::of(1, 3)));
 }
 
-TEST(FreeIndex, RangesWhoseRequirementsWouldOverflowStayApart) {
+TEST(FreeIndex, NeighboursWaitingOnDifferentFreesStayApart) {
   FreeIndex index;
-  for (std::uint32_t slot = 0; slot < Requirements::kCapacity + 1; ++slot) {
-    index.insert(0x1000 + slot * 0x100, 0x100, Requirements::of(slot, 1));
-  }
-  EXPECT_EQ(index.range_count(), 2u);
-  EXPECT_EQ(index.free_bytes(), (Requirements::kCapacity + 1) * 0x100);
+  index.insert(0x1000, 0x100, kAnyone);
+  index.insert(0x1100, 0x100, Requirements::of(1, 3));  // would hide the free memory from others
+  index.insert(0x1200, 0x100, Requirements::of(1, 4));  // would make tick 3 wait for tick 4
+  index.insert(0x1300, 0x100, Requirements::of(2, 4));
+  EXPECT_EQ(index.range_count(), 4u);
+  EXPECT_EQ(index.free_bytes(), 0x400u);
+}
+
+TEST(FreeIndex, BestRunJoinsAdjacentRangesTheCallerMayUse) {
+  FreeIndex index;
+  index.insert(0x1000, 0x100, Requirements::of(1, 3));
+  index.insert(0x1100, 0x100, kAnyone);
+  index.insert(0x1200, 0x100, Requirements::of(2, 3));
+  const auto stream1 = [](const Requirements& r) { return r.met_by([](std::uint32_t slot) { return slot == 1 ? 9u : 0u; }); };
+  EXPECT_FALSE(index.best_fit(0x200, stream1));
+  auto run = index.best_run(0x200, stream1);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->address, 0x1000u);
+  EXPECT_FALSE(index.best_run(0x300, stream1));  // stream 2's free is not stream 1's to use
+  index.take_span(0x1000, 0x180);
+  EXPECT_EQ(index.free_bytes(), 0x180u);
+  EXPECT_EQ(index.range_containing(0x1180)->bytes, 0x80u);
+  EXPECT_EQ(index.run_start_before(0x1200, stream1), 0x1180u);
 }
 
 TEST(FreeIndex, BestFitPrefersTheSmallestThenTheLowestAddress) {
@@ -68,12 +84,13 @@ TEST(FreeIndex, TakingFromTheMiddleLeavesBothEndsFreeWithTheirRequirements) {
 
 TEST(FreeIndex, SettlingClearsMetRequirementsAndMergesWhatNowUnites) {
   FreeIndex index;
-  for (std::uint32_t slot = 0; slot < Requirements::kCapacity + 1; ++slot) {
-    index.insert(0x1000 + slot * 0x100, 0x100, Requirements::of(slot, 1));
-  }
-  ASSERT_EQ(index.range_count(), 2u);
-  index.settle([](const Requirements&) { return true; });
-  EXPECT_EQ(index.range_count(), 1u);
+  index.insert(0x1000, 0x100, kAnyone);
+  index.insert(0x1100, 0x100, Requirements::of(1, 3));
+  index.insert(0x1200, 0x100, Requirements::of(2, 5));
+  ASSERT_EQ(index.range_count(), 3u);
+  index.settle([](const Requirements& r) { return r.met_by([](std::uint32_t) { return 4u; }); });
+  EXPECT_EQ(index.range_count(), 2u);  // stream 2's tick 5 is not known complete yet
+  EXPECT_EQ(index.range_containing(0x1000)->bytes, 0x200u);
   EXPECT_TRUE(index.range_containing(0x1000)->requirements.empty());
 }
 

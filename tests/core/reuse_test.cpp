@@ -239,3 +239,25 @@ TEST_F(Reuse, AStreamKeyReusedAfterDestructionIsANewStream) {
 
 }  // namespace
 }  // namespace streampool::testing
+
+namespace streampool::testing {
+namespace {
+
+// The pattern of a producer stream handing each buffer to a consumer stream that frees it:
+// the consumer's frees come back to the producer once a synchronisation or a marker shows
+// them complete, so the pool stays small instead of growing every iteration.
+TEST_F(Reuse, AProducerConsumerLoopStaysBoundedOnceFreesComplete) {
+  core::Pool* pool = make_pool();
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
+  for (int i = 0; i < 1000; ++i) {
+    const std::uintptr_t block = alloc(pool, 1 * MiB, kStream1);
+    event_wait(kStream1, kStream2, 0xE0 + static_cast<core::EventKey>(i % 4));
+    free(block, kStream2);
+    if (i % 64 == 63) synchronize(kStream2);
+    ordering.complete_all();  // the GPU keeps up: markers answer "done" on the next query
+  }
+  EXPECT_LE(reserved(pool), 64 * MiB);
+}
+
+}  // namespace
+}  // namespace streampool::testing
