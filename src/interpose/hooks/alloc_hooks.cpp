@@ -11,6 +11,7 @@
 // by a plain cuMemAllocAsync when the pool is the stream's own device's. A free of a pointer the engine does
 // not own (graph memory, memory of another allocator) also goes to the real driver: it accepts
 // cuMemFreeAsync of a plain cuMemAlloc pointer.
+#include "driver/log.hpp"
 #include "driver/capture_tracker.hpp"
 #include "call_counters.hpp"
 #include "process_state.hpp"
@@ -41,6 +42,14 @@ CUresult allocate(core::Pool* pool, std::size_t bytes, core::StreamKey key, CUde
   void* address = nullptr;
   core::Status status = engine().allocate(pool, bytes, key, &address);
   *dptr = core::ok(status) ? reinterpret_cast<CUdeviceptr>(address) : 0;
+  if (!core::ok(status)) [[unlikely]] {
+    const core::PoolStats stats = engine().stats(pool);
+    STREAMPOOL_LOG_WARN("allocation of %zu bytes on stream key %#zx from pool %p failed (status %d): "
+                        "reserved %llu, used %llu",
+                        bytes, static_cast<std::size_t>(key), static_cast<void*>(pool), static_cast<int>(status),
+                        static_cast<unsigned long long>(stats.reserved_current),
+                        static_cast<unsigned long long>(stats.used_current));
+  }
   return to_cuda(status);
 }
 
