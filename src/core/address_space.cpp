@@ -163,7 +163,7 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
   if (chunked()) {
     for (std::size_t r = regions_.size(); r-- > 0 && reserved_bytes_ > target_reserved_bytes;) {
       Region& region = regions_[r];
-      auto range = free_.range_containing(region.base);
+      auto range = free_.range_at(region.base);
       if (!range || !range->requirements.empty() || range->address != region.base ||
           range->bytes < region.usable_bytes) {
         continue;
@@ -179,21 +179,25 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
   }
   // Runs of whole free granules, highest first: the low addresses stay mapped, where best
   // fit from the lowest address keeps the live blocks.
-  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> runs;
+  struct GranuleRun {
+    std::uintptr_t range_start, first, last;
+  };
+  std::vector<GranuleRun> runs;
   free_.for_each([&](const FreeRange& range) {
     if (!range.requirements.empty()) return;  // a free whose completion is not known yet
     const std::uintptr_t first = round_up(range.address, granule_bytes_);
     const std::uintptr_t last = round_down(range.address + range.bytes, granule_bytes_);
-    if (last > first) runs.emplace_back(first, last);
+    if (last > first) runs.push_back(GranuleRun{range.address, first, last});
   });
-  for (auto run = runs.rbegin(); run != runs.rend() && reserved_bytes_ > target_reserved_bytes; ++run) {
+  std::sort(runs.begin(), runs.end(), [](const GranuleRun& a, const GranuleRun& b) { return a.first > b.first; });
+  for (auto run = runs.begin(); run != runs.end() && reserved_bytes_ > target_reserved_bytes; ++run) {
     const std::size_t excess = reserved_bytes_ - target_reserved_bytes;
-    const std::size_t run_bytes = run->second - run->first;
+    const std::size_t run_bytes = run->last - run->first;
     const std::size_t release = std::min(run_bytes, round_up(excess, granule_bytes_));
-    const std::uintptr_t from = run->second - release;
+    const std::uintptr_t from = run->last - release;
     Region* region = region_of(from);
     if (region == nullptr) continue;  // cannot happen: every free range lies in a region
-    free_.take(from, release);
+    free_.take_inside(run->range_start, from, release);
     backing_.unmap(from, release);
     const std::size_t first = (from - region->base) / granule_bytes_;
     for (std::size_t g = 0; g < release / granule_bytes_; ++g) region->mapped[first + g] = false;

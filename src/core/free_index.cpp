@@ -5,99 +5,123 @@
 
 namespace streampool::core {
 
-void FreeIndex::remove(AddressMap::iterator it) {
-  by_size_.erase({it->second.bytes, it->first});
-  free_bytes_ -= it->second.bytes;
-  by_address_.erase(it);
+void FreeIndex::link(std::uint32_t index) {
+  Node& node = nodes_[index];
+  node.bin = static_cast<std::uint16_t>(bin_of(node.bytes));
+  node.prev = kNone;
+  node.next = heads_[node.bin];
+  if (node.next != kNone) nodes_[node.next].prev = index;
+  heads_[node.bin] = index;
+  bitmap_[node.bin / 64] |= std::uint64_t{1} << (node.bin % 64);
 }
 
-// Moves a range's start and/or size, reusing both tree nodes. (GCC 12 sees a null pointer in
-// node_handle::value() that the emptiness check excludes: a known false positive.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wnull-dereference"
-void FreeIndex::resize(AddressMap::iterator it, std::uintptr_t new_address, std::size_t new_bytes) {
-  auto size_node = by_size_.extract({it->second.bytes, it->first});
-  free_bytes_ = free_bytes_ - it->second.bytes + new_bytes;
-  if (size_node.empty()) {  // cannot happen: both orders always hold the same ranges
-    by_size_.emplace(new_bytes, new_address);
+void FreeIndex::unlink(std::uint32_t index) {
+  Node& node = nodes_[index];
+  if (node.prev != kNone) {
+    nodes_[node.prev].next = node.next;
   } else {
-    size_node.value() = {new_bytes, new_address};
-    by_size_.insert(std::move(size_node));
+    heads_[node.bin] = node.next;
+    if (node.next == kNone) bitmap_[node.bin / 64] &= ~(std::uint64_t{1} << (node.bin % 64));
   }
-  if (new_address != it->first) {
-    auto address_node = by_address_.extract(it);
-    address_node.key() = new_address;
-    address_node.mapped().bytes = new_bytes;
-    by_address_.insert(std::move(address_node));
-  } else {
-    it->second.bytes = new_bytes;
-  }
+  if (node.next != kNone) nodes_[node.next].prev = node.prev;
 }
-#pragma GCC diagnostic pop
+
+std::uint32_t FreeIndex::add(std::uintptr_t address, std::size_t bytes, const Requirements& requirements) {
+  std::uint32_t index;
+  if (!spare_.empty()) {
+    index = spare_.back();
+    spare_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  Node& node = nodes_[index];
+  node.address = address;
+  node.bytes = bytes;
+  node.requirements = requirements;
+  node.live = true;
+  link(index);
+  by_start_.insert(address, index);
+  by_end_.insert(address + bytes, index);
+  ++count_;
+  free_bytes_ += bytes;
+  return index;
+}
+
+void FreeIndex::remove(std::uint32_t index) {
+  Node& node = nodes_[index];
+  unlink(index);
+  by_start_.erase(node.address);
+  by_end_.erase(node.address + node.bytes);
+  free_bytes_ -= node.bytes;
+  --count_;
+  node.live = false;
+  spare_.push_back(index);
+}
+
+// A range's new start and size: the maps and the size class follow.
+void FreeIndex::reshape(std::uint32_t index, std::uintptr_t address, std::size_t bytes) {
+  Node& node = nodes_[index];
+  if (address != node.address) {
+    by_start_.erase(node.address);
+    by_start_.insert(address, index);
+  }
+  if (address + bytes != node.address + node.bytes) {
+    by_end_.erase(node.address + node.bytes);
+    by_end_.insert(address + bytes, index);
+  }
+  free_bytes_ = free_bytes_ - node.bytes + bytes;
+  const bool new_bin = bin_of(bytes) != node.bin;
+  if (new_bin) unlink(index);
+  node.address = address;
+  node.bytes = bytes;
+  if (new_bin) link(index);
+}
 
 void FreeIndex::insert(std::uintptr_t address, std::size_t bytes, const Requirements& requirements) {
   assert(bytes > 0);
-  auto next = by_address_.lower_bound(address);
-  auto prev = next == by_address_.begin() ? by_address_.end() : std::prev(next);
-  const bool joins_prev = prev != by_address_.end() && prev->first + prev->second.bytes == address;
-  const bool joins_next = next != by_address_.end() && next->first == address + bytes;
-
-  const auto mergeable = [&](const Requirements& neighbour) { return neighbour.same_as(requirements); };
-  Requirements with_prev = requirements;
-  const bool merge_prev = joins_prev && mergeable(prev->second.requirements) &&
-                          with_prev.absorb(prev->second.requirements);
-  if (merge_prev) {
-    Requirements with_both = with_prev;
-    if (joins_next && mergeable(next->second.requirements) && with_both.absorb(next->second.requirements)) {
-      const std::size_t total = prev->second.bytes + bytes + next->second.bytes;
-      remove(next);
-      prev->second.requirements = with_both;
-      resize(prev, prev->first, total);
-      return;
-    }
-    prev->second.requirements = with_prev;
-    resize(prev, prev->first, prev->second.bytes + bytes);
-    return;
+  const auto prev = by_end_.find(address);
+  const auto next = by_start_.find(address + bytes);
+  const bool with_prev = prev && nodes_[*prev].requirements.same_as(requirements);
+  const bool with_next = next && nodes_[*next].requirements.same_as(requirements);
+  if (with_prev && with_next) {
+    const std::size_t total = nodes_[*prev].bytes + bytes + nodes_[*next].bytes;
+    remove(*next);
+    reshape(*prev, nodes_[*prev].address, total);
+  } else if (with_prev) {
+    reshape(*prev, nodes_[*prev].address, nodes_[*prev].bytes + bytes);
+  } else if (with_next) {
+    reshape(*next, address, nodes_[*next].bytes + bytes);
+  } else {
+    add(address, bytes, requirements);
   }
-  Requirements with_next = requirements;
-  if (joins_next && mergeable(next->second.requirements) && with_next.absorb(next->second.requirements)) {
-    next->second.requirements = with_next;
-    resize(next, address, next->second.bytes + bytes);
-    return;
-  }
-  by_address_.emplace(address, Entry{bytes, requirements});
-  by_size_.emplace(bytes, address);
-  free_bytes_ += bytes;
 }
 
-void FreeIndex::take(std::uintptr_t address, std::size_t bytes) {
-  auto it = by_address_.upper_bound(address);
-  assert(it != by_address_.begin());
-  --it;
-  const std::uintptr_t start = it->first;
-  const std::uintptr_t end = start + it->second.bytes;
-  assert(address >= start && address + bytes <= end);
-  if (address == start && address + bytes == end) {
-    remove(it);
-  } else if (address == start) {
-    resize(it, address + bytes, end - (address + bytes));
+void FreeIndex::take(std::uintptr_t address, std::size_t bytes) { take_inside(address, address, bytes); }
+
+void FreeIndex::take_inside(std::uintptr_t range_start, std::uintptr_t address, std::size_t bytes) {
+  const auto at = by_start_.find(range_start);
+  assert(at);
+  if (!at) return;
+  const Node node = nodes_[*at];
+  const std::uintptr_t end = node.address + node.bytes;
+  assert(address >= node.address && address + bytes <= end);
+  if (address == node.address && address + bytes == end) {
+    remove(*at);
+  } else if (address == node.address) {
+    reshape(*at, address + bytes, end - (address + bytes));
   } else {
-    const Requirements requirements = it->second.requirements;
-    resize(it, start, address - start);
-    if (address + bytes < end) {
-      by_address_.emplace(address + bytes, Entry{end - (address + bytes), requirements});
-      by_size_.emplace(end - (address + bytes), address + bytes);
-      free_bytes_ += end - (address + bytes);
-    }
+    reshape(*at, node.address, address - node.address);
+    if (address + bytes < end) add(address + bytes, end - (address + bytes), node.requirements);
   }
 }
 
 void FreeIndex::take_span(std::uintptr_t address, std::size_t bytes) {
   while (bytes > 0) {
-    auto range = range_containing(address);
-    assert(range);
-    if (!range) return;
-    const std::size_t part = std::min<std::size_t>(bytes, range->address + range->bytes - address);
+    const auto at = by_start_.find(address);
+    assert(at);
+    if (!at) return;
+    const std::size_t part = std::min(bytes, nodes_[*at].bytes);
     take(address, part);
     address += part;
     bytes -= part;
@@ -105,37 +129,30 @@ void FreeIndex::take_span(std::uintptr_t address, std::size_t bytes) {
 }
 
 void FreeIndex::merge_all() {
-  auto it = by_address_.begin();
-  while (it != by_address_.end()) {
-    auto next = std::next(it);
-    if (next == by_address_.end()) break;
-    Requirements merged = it->second.requirements;
-    if (it->first + it->second.bytes == next->first && merged.same_as(next->second.requirements) &&
-        merged.absorb(next->second.requirements)) {
-      const std::size_t total = it->second.bytes + next->second.bytes;
-      remove(next);
-      it->second.requirements = merged;
-      resize(it, it->first, total);
-    } else {
-      it = next;
+  for (std::uint32_t index = 0; index < nodes_.size(); ++index) {
+    if (!nodes_[index].live) continue;
+    for (auto next = by_start_.find(nodes_[index].address + nodes_[index].bytes);
+         next && nodes_[*next].requirements.same_as(nodes_[index].requirements);
+         next = by_start_.find(nodes_[index].address + nodes_[index].bytes)) {
+      const std::size_t total = nodes_[index].bytes + nodes_[*next].bytes;
+      remove(*next);
+      reshape(index, nodes_[index].address, total);
     }
   }
 }
 
-std::optional<FreeRange> FreeIndex::range_ending_at(std::uintptr_t end) const {
-  auto it = by_address_.lower_bound(end);
-  if (it == by_address_.begin()) return std::nullopt;
-  --it;
-  if (it->first + it->second.bytes != end) return std::nullopt;
-  return FreeRange{it->first, it->second.bytes, it->second.requirements};
+std::optional<FreeRange> FreeIndex::range_at(std::uintptr_t address) const {
+  const auto at = by_start_.find(address);
+  if (!at) return std::nullopt;
+  const Node& node = nodes_[*at];
+  return FreeRange{node.address, node.bytes, node.requirements};
 }
 
-std::optional<FreeRange> FreeIndex::range_containing(std::uintptr_t address) const {
-  auto it = by_address_.upper_bound(address);
-  if (it == by_address_.begin()) return std::nullopt;
-  --it;
-  if (address >= it->first + it->second.bytes) return std::nullopt;
-  return FreeRange{it->first, it->second.bytes, it->second.requirements};
+std::optional<FreeRange> FreeIndex::range_ending_at(std::uintptr_t end) const {
+  const auto at = by_end_.find(end);
+  if (!at) return std::nullopt;
+  const Node& node = nodes_[*at];
+  return FreeRange{node.address, node.bytes, node.requirements};
 }
 
 }  // namespace streampool::core

@@ -36,7 +36,7 @@ using Clock = std::vector<std::uint64_t>;  // indexed by stream slot; missing en
 
 void merge_into(Clock& into, const Clock& from);
 
-struct StreamState {
+struct alignas(64) StreamState {  // the tick is read by every free on the stream
   StreamKey key = 0;
   std::uint32_t slot = 0;
   StreamKind kind = StreamKind::blocking;

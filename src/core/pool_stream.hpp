@@ -28,7 +28,7 @@ struct CachedFree {
   std::uint64_t tick = 0;
 };
 
-struct PoolStream {
+struct alignas(64) PoolStream {  // its own cache lines: written by its stream's thread only
   static constexpr std::size_t kCacheEntries = 8;
 
   explicit PoolStream(StreamState* owner) : stream(owner) {}

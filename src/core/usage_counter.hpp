@@ -26,7 +26,7 @@
 
 namespace streampool::core {
 
-struct UsageShard {
+struct alignas(64) UsageShard {  // its own cache line: streams on other cores write theirs
   explicit UsageShard(SpinLock& owner_lock) : lock(owner_lock) {}
   SpinLock& lock;                    // guards quota, and every write of used
   std::atomic<std::int64_t> used{0}; // written under `lock`, read by anyone
