@@ -51,8 +51,10 @@ std::optional<AddressSpace::GrowthPlan> AddressSpace::plan_growth(std::size_t by
         ++g;
         continue;
       }
+      // The run's length matters only up to what the request and one growth chunk need.
+      const std::size_t enough = g + (bytes + kGrowthChunkBytes) / granule_bytes_ + 1;
       std::size_t end = g;
-      while (end < usable_granules && !region.mapped[end]) ++end;
+      while (end < usable_granules && end < enough && !region.mapped[end]) ++end;
       const std::uintptr_t run_start = region.base + g * granule_bytes_;
       const std::uintptr_t tail_start = free_.run_start_before(run_start, usable);
       const std::size_t have = run_start - tail_start;
