@@ -9,6 +9,9 @@ preload=$build/interpose/libstreampool.so
 work=$(mktemp -d)
 {
   echo "== tools: $(command -v gdb perf eu-stack 2>/dev/null | tr '\n' ' ')"
+  echo "== pool access for the owning device: NVIDIA's driver, then streampool"
+  timeout 60 python3 tools/gpu/probe_pool_access.py 2>&1 | tail -8
+  LD_PRELOAD=$preload timeout 60 python3 tools/gpu/probe_pool_access.py 2>&1 | tail -8
   echo "== jax under streampool, STREAMPOOL_LOG=debug"
   STREAMPOOL_LOG=debug STREAMPOOL_STATS=$work/jax.json LD_PRELOAD=$preload timeout 120 python3 tools/gpu/jax_async.py \
     >"$work/jax.out" 2>"$work/jax.err"
