@@ -24,7 +24,7 @@ class Ordering {
 
   virtual StreamKind stream_kind(StreamKey stream) = 0;
   // Streams synchronise implicitly with the legacy default stream of their own context only;
-  // streams of one group share one legacy stream. 0 when there is only one context.
+  // streams of one group (a context) share one legacy stream. 0 for a single group.
   virtual std::uintptr_t stream_group(StreamKey /*stream*/) { return 0; }
   virtual Status record(StreamKey stream, Marker* marker) = 0;
   virtual Status query(Marker marker) = 0;

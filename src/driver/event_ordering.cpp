@@ -60,9 +60,9 @@ EventOrdering::~EventOrdering() {
 
 core::StreamKind EventOrdering::stream_kind(core::StreamKey stream) { return kind_of_key(stream); }
 
-std::uintptr_t EventOrdering::stream_group(core::StreamKey stream) {
-  return contexts_seen() <= 1 ? 0 : context_of_key(stream);
-}
+// Always the stream's context (0 if unknown), also while only one context was seen: a stream's
+// group is fixed when the engine first sees it, and a context synchronize asks for its group.
+std::uintptr_t EventOrdering::stream_group(core::StreamKey stream) { return context_of_key(stream); }
 
 core::Status EventOrdering::take(CUcontext context, MarkerRecord** record) {
   {

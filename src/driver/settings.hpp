@@ -1,10 +1,22 @@
 // Process-wide switches read from the environment once, on first use.
 #pragma once
 
+#include <atomic>
+
 namespace streampool::driver {
+
+namespace detail {
+// -1: not read yet, 0: off, 1: on. Read on every hook call, so the check is inline.
+extern std::atomic<int> passthrough_state;
+bool read_passthrough_setting() noexcept;
+}  // namespace detail
 
 // STREAMPOOL_DISABLE=1 (any value but "" and "0"): streampool is a pure pass-through. Every entry
 // point, cuGetProcAddress included, hands the caller the real driver's answer unchanged.
-bool passthrough_requested() noexcept;
+inline bool passthrough_requested() noexcept {
+  int state = detail::passthrough_state.load(std::memory_order_relaxed);
+  if (state == 0) [[likely]] return false;
+  return state == 1 || detail::read_passthrough_setting();
+}
 
 }  // namespace streampool::driver

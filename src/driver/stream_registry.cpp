@@ -14,6 +14,13 @@
 
 namespace streampool::driver {
 
+namespace detail {
+// Starts at 1: zero-initialised cache entries (epoch 0) are never valid.
+std::atomic<std::uint64_t> route_epoch{1};
+}  // namespace detail
+
+void invalidate_routes() noexcept { detail::route_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
 namespace {
 
 constexpr std::uintptr_t kTagMask = 3;
@@ -36,7 +43,6 @@ struct Registry {
 };
 
 std::atomic<Registry*> shared_registry{nullptr};
-std::atomic<std::uint64_t> cache_epoch{1};
 std::atomic<PerThreadExitHandler> per_thread_exit_handler{nullptr};
 
 Registry& registry() noexcept {
@@ -109,7 +115,7 @@ bool looks_like_handle(std::uintptr_t handle) noexcept {
 }
 
 CUresult device_for_context(CUcontext context, CUdevice* device) noexcept {
-  std::uint64_t epoch = cache_epoch.load(std::memory_order_acquire);
+  std::uint64_t epoch = route_epoch();
   if (cached_context.context == context && cached_context.epoch == epoch) [[likely]] {
     *device = cached_context.device;
     return CUDA_SUCCESS;
@@ -216,7 +222,7 @@ CUresult resolve_stream(CUstream stream, bool per_thread_variant, StreamRoute* r
   Flavor flavor = flavor_of(stream, per_thread_variant);
   if (flavor == Flavor::created) [[likely]] {
     auto handle = reinterpret_cast<std::uintptr_t>(stream);
-    std::uint64_t epoch = cache_epoch.load(std::memory_order_acquire);
+    std::uint64_t epoch = route_epoch();
     CachedStream& cached = cached_streams[cache_slot(handle)];
     if (cached.handle == handle && cached.epoch == epoch) [[likely]] {
       route->key = handle;
@@ -324,7 +330,7 @@ void forget_stream(CUstream stream) noexcept {
     std::unique_lock lock(shared.mutex);
     shared.streams.erase(reinterpret_cast<std::uintptr_t>(stream));
   }
-  cache_epoch.fetch_add(1, std::memory_order_acq_rel);
+  invalidate_routes();
 }
 
 std::vector<core::StreamKey> keys_of_context(CUcontext context) {
@@ -348,7 +354,7 @@ void forget_context(CUcontext context) noexcept {
     std::erase_if(shared.streams, [context](const auto& item) { return item.second.context == context; });
     shared.contexts.erase(reinterpret_cast<std::uintptr_t>(context));
   }
-  cache_epoch.fetch_add(1, std::memory_order_acq_rel);
+  invalidate_routes();
 }
 
 std::size_t contexts_seen() noexcept {
@@ -373,7 +379,7 @@ void reset_stream_registry_after_fork() noexcept {
     }
   }
   shared_registry.store(fresh, std::memory_order_release);
-  cache_epoch.fetch_add(1, std::memory_order_acq_rel);
+  invalidate_routes();
 }
 
 bool is_legacy_key(core::StreamKey key) noexcept { return (key & kTagMask) == kLegacyTag; }

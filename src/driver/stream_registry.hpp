@@ -10,10 +10,13 @@
 // The hot path (an allocation or free on a stream seen before) is one lookup in a small per-thread
 // cache: no lock, no driver call. A miss looks in the process-wide map (shared lock), and only a
 // stream never seen asks the driver (cuStreamGetCtx, cuStreamGetFlags, the context's device).
-// Destroying a stream or a context bumps a global epoch that invalidates every thread's cache.
+// Destroying a stream or a context bumps a global epoch (route_epoch below) that invalidates every
+// thread's cache. The allocation hooks keep a smaller cache of their own in front of this one
+// (interpose/hooks/route_cache.hpp) under the same epoch.
 // The default streams need the current context (cuCtxGetCurrent, ~10 ns in the driver).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -23,6 +26,17 @@
 #include "core/status.hpp"
 
 namespace streampool::driver {
+
+// The route epoch: bumped whenever a cached route may have gone stale (a stream or context is
+// forgotten, the device's current pool changes, a fork). Per-thread route caches (this file's and
+// the interposer's) stamp each entry with the epoch read before the entry was computed and trust
+// it only while the epoch is unchanged: one plain load on the hot path.
+namespace detail {
+extern std::atomic<std::uint64_t> route_epoch;
+}
+inline std::uint64_t route_epoch() noexcept { return detail::route_epoch.load(std::memory_order_acquire); }
+// Call after the change that made routes stale is visible.
+void invalidate_routes() noexcept;
 
 struct StreamRoute {
   core::StreamKey key = 0;

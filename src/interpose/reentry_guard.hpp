@@ -1,6 +1,9 @@
 // Counts how deep the current thread is inside streampool's entry points. The real driver may
 // call back into exported cu* names (which resolve to us); such nested calls must go straight to
 // the real driver instead of being interposed a second time.
+//
+// The depth is touched twice on every hook call: initial-exec TLS (the library is preloaded, so its
+// TLS lives in the static block) makes each touch one %fs-relative access, not a __tls_get_addr call.
 #pragma once
 
 namespace streampool::interpose {
@@ -16,7 +19,7 @@ class ReentryGuard {
   [[nodiscard]] bool nested() const noexcept { return nested_; }
 
  private:
-  static inline thread_local int depth_ = 0;
+  static inline constinit thread_local int depth_ __attribute__((tls_model("initial-exec"))) = 0;
   bool nested_;
 };
 

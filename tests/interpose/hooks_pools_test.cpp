@@ -86,6 +86,32 @@ TEST_F(PoolHooks, SetMemPoolRoutesAllocAsyncUntilThePoolIsDestroyed) {
   EXPECT_EQ(current, default_pool);
 }
 
+// The allocation hooks cache each stream's route together with its device's current pool: a change
+// of the current pool must reach a stream that already allocated on this thread.
+TEST_F(PoolHooks, CurrentPoolChangesReachAStreamThatAllocatedBefore) {
+  CUmemoryPool default_pool = nullptr;
+  ASSERT_EQ(SP(cuDeviceGetDefaultMemPool)(&default_pool, device), CUDA_SUCCESS);
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 512, stream), CUDA_SUCCESS);  // route and pool now cached
+  ASSERT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  CUmemoryPool pool = create_device_pool();
+  CUmemoryPool owner_while_set = nullptr;
+  CUmemoryPool owner_after_destroy = nullptr;
+
+  ASSERT_EQ(SP(cuDeviceSetMemPool)(device, pool), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 512, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuPointerGetAttribute)(&owner_while_set, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 512, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuPointerGetAttribute)(&owner_after_destroy, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer),
+            CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+
+  EXPECT_EQ(owner_while_set, pool);
+  EXPECT_EQ(owner_after_destroy, default_pool);
+}
+
 TEST_F(PoolHooks, IpcCallsAreNotSupportedYet) {
   CUmemoryPool pool = create_device_pool();
   CUmemPoolPtrExportData data{};

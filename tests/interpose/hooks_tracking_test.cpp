@@ -82,4 +82,35 @@ TEST_F(TrackingHooks, ADestroyedStreamsHandleIsResolvedAfresh) {
   EXPECT_EQ(SP(cuMemFreeAsync)(again, stream), CUDA_SUCCESS);
 }
 
+// With several contexts a context synchronize covers its own context's streams, those the engine
+// met while that context was still the only one included.
+TEST_F(TrackingHooks, ContextSynchronizeAmongSeveralContextsMakesItsStreamsFreesReusable) {
+  CUdeviceptr warm = 0;  // the engine meets `stream` while one context exists
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&warm, 1 << 20, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(warm, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  CUcontext second_context = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&second_context, nullptr, 0, device), CUDA_SUCCESS);  // now current
+  CUstream second_stream = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&second_stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUdeviceptr elsewhere = 0;  // streampool now knows two contexts
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&elsewhere, 512, pool, second_stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(elsewhere, second_stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(second_stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  CUdeviceptr first = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&first, 1 << 20, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  CUdeviceptr second = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, 1 << 20, pool, other), CUDA_SUCCESS);
+
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamDestroy_v2)(second_stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxDestroy_v2)(second_context), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+}
+
 }  // namespace

@@ -1,29 +1,38 @@
 // The allocation family: cuMemAllocAsync, cuMemAllocFromPoolAsync and cuMemFreeAsync, each in its
 // legacy-stream and per-thread-stream (_ptsz) variant, served by the engine.
 //
-// Fast path (a stream seen before, no capture anywhere): one relaxed load for the capture check, a
-// per-thread cache hit for the stream's key and device, one atomic load for the device's current
-// pool, then the engine. No lock, no driver call, no allocation here.
+// Fast path (a created stream this thread used a moment ago, no capture anywhere): a plain
+// thread-local counter increment, the re-entry depth and the route cache in initial-exec TLS, one
+// relaxed load for the capture check, one load of the route epoch, then the engine. No lock, no
+// atomic read-modify-write, no driver call, no allocation, no call out of this file but the
+// engine's. A default stream adds the driver's cuCtxGetCurrent (which context it means).
 //
 // On a capturing stream both calls go to the real driver unchanged, so capture keeps making graph
 // memory nodes; a pool of streampool's is then replaced by the real driver's default pool of the
 // same location (graph memory lives outside any pool anyway), or, on a driver without such a pool,
 // by a plain cuMemAllocAsync when the pool is the stream's own device's. A free of a pointer the engine does
 // not own (graph memory, memory of another allocator) also goes to the real driver: it accepts
-// cuMemFreeAsync of a plain cuMemAlloc pointer.
+// cuMemFreeAsync of a plain cuMemAlloc pointer. Ownership is only asked once the engine refused the
+// free (a pointer that is no live allocation), so an ordinary free does not pay for it.
 #include "driver/log.hpp"
 #include "driver/capture_tracker.hpp"
 #include "call_counters.hpp"
 #include "process_state.hpp"
+#include "route_cache.hpp"
 #include "driver/stream_registry.hpp"
 
 namespace streampool::interpose {
 
 namespace {
 
+// Which real entry point a hook forwards to: a member of the driver table, so that the table is
+// only reached (driver::real(), a guarded static) when a call is actually forwarded.
 using AllocFn = decltype(&::cuMemAllocAsync);
 using AllocFromPoolFn = decltype(&::cuMemAllocFromPoolAsync);
 using FreeFn = decltype(&::cuMemFreeAsync);
+using AllocEntry = AllocFn driver::DriverTable::*;
+using AllocFromPoolEntry = AllocFromPoolFn driver::DriverTable::*;
+using FreeEntry = FreeFn driver::DriverTable::*;
 
 // The real driver's pool with the same location and allocation type as one of ours.
 CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) noexcept {
@@ -38,117 +47,173 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
                  static_cast<CUmemAllocationType>(props.allocation_type));
 }
 
-CUresult allocate(core::Pool* pool, std::size_t bytes, core::StreamKey key, CUdeviceptr* dptr) {
-  void* address = nullptr;
-  core::Status status = engine().allocate(pool, bytes, key, &address);
-  *dptr = core::ok(status) ? reinterpret_cast<CUdeviceptr>(address) : 0;
-  if (!core::ok(status)) [[unlikely]] {
+// Whether the call must go to the real driver as it is: the stream captures (or the driver could
+// not say). Only asked while some capture is in progress.
+[[gnu::noinline]] bool capture_forwards(CUstream stream, bool per_thread) noexcept {
+  bool capturing = false;
+  CUresult result = driver::stream_capturing(stream, per_thread, &capturing);
+  return result != CUDA_SUCCESS || capturing;
+}
+
+[[gnu::cold]] [[gnu::noinline]] void warn_allocation_failed(core::Pool* pool, std::size_t bytes, core::StreamKey key,
+                                                            core::Status status) noexcept {
+  try {
     const core::PoolStats stats = engine().stats(pool);
     STREAMPOOL_LOG_WARN("allocation of %zu bytes on stream key %#zx from pool %p failed (status %d): "
                         "reserved %llu, used %llu",
                         bytes, static_cast<std::size_t>(key), static_cast<void*>(pool), static_cast<int>(status),
                         static_cast<unsigned long long>(stats.reserved_current),
                         static_cast<unsigned long long>(stats.used_current));
+  } catch (...) {
   }
+}
+
+// Inlined into both allocation hooks: the fast path is one call, the engine's.
+[[gnu::always_inline]] inline CUresult allocate(core::Pool* pool, std::size_t bytes, core::StreamKey key,
+                                                CUdeviceptr* dptr) noexcept {
+  void* address = nullptr;
+  core::Status status = core::Status::out_of_memory;
+  try {
+    status = engine().allocate(pool, bytes, key, &address);
+  } catch (...) {
+    status = core::Status::out_of_memory;
+  }
+  if (core::ok(status)) [[likely]] {
+    *dptr = reinterpret_cast<CUdeviceptr>(address);
+    return CUDA_SUCCESS;
+  }
+  *dptr = 0;
+  // invalid_value: not a live pool (a bad handle of cuMemAllocFromPoolAsync): nothing to report on.
+  if (status != core::Status::invalid_value) warn_allocation_failed(pool, bytes, key, status);
   return to_cuda(status);
 }
 
-CUresult alloc_async(Hook hook, AllocFn real_fn, CUdeviceptr* dptr, size_t bytes, CUstream stream,
-                     bool per_thread) noexcept {
+// The device's current pool for a route, looked up once per route and then cached in it.
+[[gnu::noinline]] CUresult current_pool_of(RouteEntry* route, core::Pool** pool) noexcept {
+  CUresult result = pools().device_current(route->device, pool);
+  if (result == CUDA_SUCCESS) route->pool = *pool;
+  return result;
+}
+
+[[gnu::always_inline]] inline CUresult alloc_async(Hook hook, AllocEntry real_entry, CUdeviceptr* dptr, size_t bytes,
+                                                   CUstream stream, bool per_thread) noexcept {
   count_call(hook);
   HookScope scope;
-  if (bypass(scope)) return forward(real_fn, dptr, bytes, stream);
+  if (bypass(scope)) [[unlikely]] return forward(driver::real().*real_entry, dptr, bytes, stream);
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  try {
-    if (driver::captures_possible()) [[unlikely]] {
-      bool capturing = false;
-      CUresult result = driver::stream_capturing(stream, per_thread, &capturing);
-      if (result != CUDA_SUCCESS || capturing) return forward(real_fn, dptr, bytes, stream);
+  if (driver::captures_possible() && capture_forwards(stream, per_thread)) [[unlikely]] {
+    return forward(driver::real().*real_entry, dptr, bytes, stream);
+  }
+  RouteEntry* route = nullptr;
+  CUresult result = find_route(stream, per_thread, &route);
+  if (result != CUDA_SUCCESS) [[unlikely]] {
+    *dptr = 0;
+    return result;
+  }
+  core::Pool* pool = route->pool;
+  if (pool == nullptr) [[unlikely]] {
+    result = current_pool_of(route, &pool);
+    if (result != CUDA_SUCCESS) {
+      *dptr = 0;
+      return result;
     }
+  }
+  return allocate(pool, bytes, route->key, dptr);
+}
+
+// cuMemAllocFromPoolAsync on a capturing stream: the real driver's call, on the real pool that
+// stands for ours.
+[[gnu::noinline]] CUresult alloc_from_pool_captured(AllocFromPoolEntry real_entry, CUdeviceptr* dptr, size_t bytes,
+                                                    core::Pool* pool, CUstream stream, bool per_thread) noexcept {
+  try {
+    const core::PoolProps& props = engine().props(pool);
+    CUmemoryPool real_pool = nullptr;
+    if (real_pool_like(props, &real_pool) == CUDA_SUCCESS) {
+      return forward(driver::real().*real_entry, dptr, bytes, real_pool, stream);
+    }
+    // A driver without pools of that kind: a device pool on the stream's own device is what
+    // cuMemAllocAsync on that stream allocates from, so the graph node is the same.
     driver::StreamRoute route;
     CUresult result = driver::resolve_stream(stream, per_thread, &route);
-    if (result != CUDA_SUCCESS) {
-      *dptr = 0;
-      return result;
-    }
-    core::Pool* pool = nullptr;
-    result = pools().device_current(route.device, &pool);
-    if (result != CUDA_SUCCESS) {
-      *dptr = 0;
-      return result;
-    }
-    return allocate(pool, bytes, route.key, dptr);
+    if (result != CUDA_SUCCESS) return result;
+    if (props.kind != core::PoolKind::device || route.device != props.location_id) return CUDA_ERROR_NOT_SUPPORTED;
+    const driver::DriverTable& table = driver::real();
+    return forward(per_thread ? table.cuMemAllocAsync_ptsz : table.cuMemAllocAsync, dptr, bytes, stream);
   } catch (...) {
     *dptr = 0;
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
 }
 
-CUresult alloc_from_pool_async(Hook hook, AllocFromPoolFn real_fn, CUdeviceptr* dptr, size_t bytes,
-                               CUmemoryPool mem_pool, CUstream stream, bool per_thread) noexcept {
+bool live_pool(core::Pool* pool) noexcept {
+  try {
+    return engine().is_pool(pool);
+  } catch (...) {
+    return false;
+  }
+}
+
+[[gnu::always_inline]] inline CUresult alloc_from_pool_async(Hook hook, AllocFromPoolEntry real_entry,
+                                                             CUdeviceptr* dptr, size_t bytes, CUmemoryPool mem_pool,
+                                                             CUstream stream, bool per_thread) noexcept {
   count_call(hook);
   HookScope scope;
-  if (bypass(scope)) return forward(real_fn, dptr, bytes, mem_pool, stream);
+  if (bypass(scope)) [[unlikely]] return forward(driver::real().*real_entry, dptr, bytes, mem_pool, stream);
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto* pool = reinterpret_cast<core::Pool*>(mem_pool);
-  try {
-    if (!engine().is_pool(pool)) {
+  if (driver::captures_possible()) [[unlikely]] {
+    if (!live_pool(pool)) {
       *dptr = 0;
       return CUDA_ERROR_INVALID_VALUE;
     }
-    if (driver::captures_possible()) [[unlikely]] {
-      bool capturing = false;
-      CUresult result = driver::stream_capturing(stream, per_thread, &capturing);
-      if (result != CUDA_SUCCESS || capturing) {
-        const core::PoolProps& props = engine().props(pool);
-        CUmemoryPool real_pool = nullptr;
-        if (real_pool_like(props, &real_pool) == CUDA_SUCCESS) return forward(real_fn, dptr, bytes, real_pool, stream);
-        // A driver without pools of that kind: a device pool on the stream's own device is what
-        // cuMemAllocAsync on that stream allocates from, so the graph node is the same.
-        driver::StreamRoute route;
-        result = driver::resolve_stream(stream, per_thread, &route);
-        if (result != CUDA_SUCCESS) return result;
-        if (props.kind != core::PoolKind::device || route.device != props.location_id) return CUDA_ERROR_NOT_SUPPORTED;
-        const driver::DriverTable& table = driver::real();
-        return forward(per_thread ? table.cuMemAllocAsync_ptsz : table.cuMemAllocAsync, dptr, bytes, stream);
-      }
+    if (capture_forwards(stream, per_thread)) {
+      return alloc_from_pool_captured(real_entry, dptr, bytes, pool, stream, per_thread);
     }
-    driver::StreamRoute route;
-    CUresult result = driver::resolve_stream(stream, per_thread, &route);
-    if (result != CUDA_SUCCESS) {
-      *dptr = 0;
-      return result;
-    }
-    return allocate(pool, bytes, route.key, dptr);
-  } catch (...) {
-    *dptr = 0;
-    return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  RouteEntry* route = nullptr;
+  CUresult result = find_route(stream, per_thread, &route);
+  if (result != CUDA_SUCCESS) [[unlikely]] {
+    *dptr = 0;
+    return live_pool(pool) ? result : CUDA_ERROR_INVALID_VALUE;  // a bad pool is reported first
+  }
+  // The engine checks the pool handle itself (a bad one: invalid_value, *dptr = 0).
+  return allocate(pool, bytes, route->key, dptr);
 }
 
-CUresult free_async(Hook hook, FreeFn real_fn, CUdeviceptr dptr, CUstream stream, bool per_thread) noexcept {
-  count_call(hook);
-  HookScope scope;
-  if (bypass(scope)) return forward(real_fn, dptr, stream);
-  if (dptr == 0) return CUDA_SUCCESS;
+// A free the engine did not take (or whose stream could not be routed): another allocator's
+// pointer goes to the real driver; ours gets the error.
+[[gnu::noinline]] CUresult free_not_taken(FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
+                                           CUresult error) noexcept {
   try {
-    if (driver::captures_possible()) [[unlikely]] {
-      bool capturing = false;
-      CUresult result = driver::stream_capturing(stream, per_thread, &capturing);
-      if (result != CUDA_SUCCESS || capturing) return forward(real_fn, dptr, stream);
-    }
-    auto* address = reinterpret_cast<void*>(dptr);
-    if (!engine().owns(address)) return forward(real_fn, dptr, stream);
-    driver::StreamRoute route;
-    CUresult result = driver::resolve_stream(stream, per_thread, &route);
-    // After the driver's teardown at exit, frees are accepted quietly: the memory is gone anyway.
-    if (result == CUDA_ERROR_DEINITIALIZED) return CUDA_SUCCESS;
-    if (result != CUDA_SUCCESS) return result;
-    core::Status status = engine().free(address, route.key);
-    return status == core::Status::deinitialized ? CUDA_SUCCESS : to_cuda(status);
+    if (!engine().owns(reinterpret_cast<void*>(dptr))) return forward(driver::real().*real_entry, dptr, stream);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
+  // After the driver's teardown at exit, frees are accepted quietly: the memory is gone anyway.
+  return error == CUDA_ERROR_DEINITIALIZED ? CUDA_SUCCESS : error;
+}
+
+[[gnu::always_inline]] inline CUresult free_async(Hook hook, FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
+                                                  bool per_thread) noexcept {
+  count_call(hook);
+  HookScope scope;
+  if (bypass(scope)) [[unlikely]] return forward(driver::real().*real_entry, dptr, stream);
+  if (dptr == 0) return CUDA_SUCCESS;
+  if (driver::captures_possible() && capture_forwards(stream, per_thread)) [[unlikely]] {
+    return forward(driver::real().*real_entry, dptr, stream);
+  }
+  RouteEntry* route = nullptr;
+  CUresult result = find_route(stream, per_thread, &route);
+  if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, result);
+  core::Status status = core::Status::success;
+  try {
+    status = engine().free(reinterpret_cast<void*>(dptr), route->key);
+  } catch (...) {
+    return CUDA_ERROR_UNKNOWN;
+  }
+  if (core::ok(status)) [[likely]] return CUDA_SUCCESS;
+  if (status == core::Status::invalid_value) return free_not_taken(real_entry, dptr, stream, CUDA_ERROR_INVALID_VALUE);
+  return status == core::Status::deinitialized ? CUDA_SUCCESS : to_cuda(status);
 }
 
 }  // namespace
@@ -158,36 +223,36 @@ CUresult free_async(Hook hook, FreeFn real_fn, CUdeviceptr dptr, CUstream stream
 using streampool::interpose::Hook;
 
 STREAMPOOL_HOOK CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return streampool::interpose::alloc_async(Hook::cuMemAllocAsync, streampool::driver::real().cuMemAllocAsync,
+  return streampool::interpose::alloc_async(Hook::cuMemAllocAsync, &streampool::driver::DriverTable::cuMemAllocAsync,
                                             dptr, bytesize, hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   return streampool::interpose::alloc_async(Hook::cuMemAllocAsync_ptsz,
-                                            streampool::driver::real().cuMemAllocAsync_ptsz, dptr, bytesize,
+                                            &streampool::driver::DriverTable::cuMemAllocAsync_ptsz, dptr, bytesize,
                                             hStream, true);
 }
 
 STREAMPOOL_HOOK CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                                  CUstream hStream) {
   return streampool::interpose::alloc_from_pool_async(Hook::cuMemAllocFromPoolAsync,
-                                                      streampool::driver::real().cuMemAllocFromPoolAsync, dptr,
+                                                      &streampool::driver::DriverTable::cuMemAllocFromPoolAsync, dptr,
                                                       bytesize, pool, hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                                       CUstream hStream) {
   return streampool::interpose::alloc_from_pool_async(Hook::cuMemAllocFromPoolAsync_ptsz,
-                                                      streampool::driver::real().cuMemAllocFromPoolAsync_ptsz,
+                                                      &streampool::driver::DriverTable::cuMemAllocFromPoolAsync_ptsz,
                                                       dptr, bytesize, pool, hStream, true);
 }
 
 STREAMPOOL_HOOK CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  return streampool::interpose::free_async(Hook::cuMemFreeAsync, streampool::driver::real().cuMemFreeAsync, dptr,
+  return streampool::interpose::free_async(Hook::cuMemFreeAsync, &streampool::driver::DriverTable::cuMemFreeAsync, dptr,
                                            hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   return streampool::interpose::free_async(Hook::cuMemFreeAsync_ptsz,
-                                           streampool::driver::real().cuMemFreeAsync_ptsz, dptr, hStream, true);
+                                           &streampool::driver::DriverTable::cuMemFreeAsync_ptsz, dptr, hStream, true);
 }

@@ -40,7 +40,7 @@ constexpr const char* kHookNames[] = {
 
 namespace detail {
 
-thread_local CounterBlock* thread_counters = nullptr;
+constinit thread_local CounterBlock* thread_counters __attribute__((tls_model("initial-exec"))) = nullptr;
 
 CounterBlock* claim_counter_block() noexcept {
   // First hook call of this thread: a good moment to arm the process-wide once-only work.

@@ -5,6 +5,10 @@
 // and the report sums all blocks. Blocks are linked into a process-wide list once and never freed;
 // a thread that exits hands its block to the next new thread, so totals stay exact and the number
 // of blocks is bounded by the peak number of threads that ever called a hook.
+//
+// The counter itself is a plain increment (a relaxed load and store, no lock prefix: only this thread
+// writes it; the report only reads), and the thread's block pointer is initial-exec TLS with a
+// constant initialiser, so reaching it is one %fs-relative load (no __tls_get_addr, no TLS wrapper).
 #pragma once
 
 #include <array>
@@ -22,7 +26,7 @@ struct CounterBlock {
 };
 
 namespace detail {
-extern thread_local CounterBlock* thread_counters;
+extern constinit thread_local CounterBlock* thread_counters __attribute__((tls_model("initial-exec")));
 CounterBlock* claim_counter_block() noexcept;
 }  // namespace detail
 

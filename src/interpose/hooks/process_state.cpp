@@ -86,7 +86,7 @@ void note_first_use() noexcept {
   register_stats_report_at_exit();
 }
 
-CUresult to_cuda(core::Status status) noexcept {
+CUresult to_cuda_slow(core::Status status) noexcept {
   switch (status) {
     case core::Status::success:
       return CUDA_SUCCESS;
@@ -146,6 +146,7 @@ CUresult PoolDirectory::set_device_current(CUdevice device, core::Pool* pool) no
   CUresult result = device_default(device, &ignored);  // the slot exists and holds a default
   if (result != CUDA_SUCCESS) return result;
   device_current_[device].store(pool, std::memory_order_release);
+  driver::invalidate_routes();
   return CUDA_SUCCESS;
 }
 
@@ -173,6 +174,7 @@ CUresult PoolDirectory::set_shared_current(Shared which, core::Pool* pool) noexc
   CUresult result = shared_default(which, &ignored);
   if (result != CUDA_SUCCESS) return result;
   shared_current_[index_of(which)].store(pool, std::memory_order_release);
+  driver::invalidate_routes();
   return CUDA_SUCCESS;
 }
 
@@ -188,16 +190,18 @@ bool PoolDirectory::is_default(const core::Pool* pool) const noexcept {
 }
 
 void PoolDirectory::forget(const core::Pool* pool) noexcept {
+  bool was_current = false;
   for (int device = 0; device < kMaxDevices; ++device) {
     core::Pool* expected = const_cast<core::Pool*>(pool);
-    device_current_[device].compare_exchange_strong(expected, device_default_[device].load(std::memory_order_acquire),
-                                                    std::memory_order_acq_rel);
+    was_current |= device_current_[device].compare_exchange_strong(
+        expected, device_default_[device].load(std::memory_order_acquire), std::memory_order_acq_rel);
   }
   for (unsigned index = 0; index < 2; ++index) {
     core::Pool* expected = const_cast<core::Pool*>(pool);
-    shared_current_[index].compare_exchange_strong(expected, shared_default_[index].load(std::memory_order_acquire),
-                                                   std::memory_order_acq_rel);
+    was_current |= shared_current_[index].compare_exchange_strong(
+        expected, shared_default_[index].load(std::memory_order_acquire), std::memory_order_acq_rel);
   }
+  if (was_current) driver::invalidate_routes();
 }
 
 }  // namespace streampool::interpose

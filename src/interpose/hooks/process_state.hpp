@@ -28,7 +28,8 @@ class PoolDirectory {
 
   explicit PoolDirectory(core::Engine& engine) noexcept : engine_(engine) {}
 
-  // The pool cuMemAllocAsync uses on this device: one atomic load once it exists.
+  // The pool cuMemAllocAsync uses on this device: one atomic load once it exists. Every change of
+  // a current pool invalidates the routes (the allocation hooks cache a device's current pool).
   CUresult device_current(CUdevice device, core::Pool** pool) noexcept {
     if (device >= 0 && device < kMaxDevices) [[likely]] {
       core::Pool* current = device_current_[device].load(std::memory_order_acquire);
@@ -96,7 +97,10 @@ inline bool bypass(const HookScope& scope) noexcept {
   return scope.nested() || driver::passthrough_requested();
 }
 
-CUresult to_cuda(core::Status status) noexcept;
+CUresult to_cuda_slow(core::Status status) noexcept;
+inline CUresult to_cuda(core::Status status) noexcept {
+  return status == core::Status::success ? CUDA_SUCCESS : to_cuda_slow(status);
+}
 
 // Calls the real entry point, or answers as the driver would if it has none.
 template <class Fn, class... Args>

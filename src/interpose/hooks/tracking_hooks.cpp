@@ -22,6 +22,7 @@
 #include "driver/capture_tracker.hpp"
 #include "driver/device_context.hpp"
 #include "process_state.hpp"
+#include "route_cache.hpp"
 #include "driver/stream_registry.hpp"
 
 namespace streampool::interpose {
@@ -35,18 +36,12 @@ bool capturing(CUstream stream, bool per_thread) noexcept {
   return driver::stream_capturing(stream, per_thread, &active) != CUDA_SUCCESS || active;
 }
 
-// Tickets covering what a synchronize of `context` waits for. With one context seen, that is
-// everything the engine tracks; with several, each stream of that context.
-std::vector<core::SyncTicket> tickets_for_context(CUcontext context, bool releases) {
-  std::vector<core::SyncTicket> tickets;
-  if (driver::contexts_seen() <= 1) {
-    tickets.push_back(engine().ticket_for_all(releases));
-    return tickets;
-  }
-  for (core::StreamKey key : driver::keys_of_context(context)) {
-    tickets.push_back(engine().ticket_for_stream(key, releases));
-  }
-  return tickets;
+// The ticket covering what a synchronize of `context` waits for. With one context seen, that is
+// everything the engine tracks; with several, the streams of that context: the Ordering's stream
+// group of a stream is its context, so one ticket for the group.
+core::SyncTicket ticket_for_context(CUcontext context, bool releases) {
+  if (driver::contexts_seen() <= 1) return engine().ticket_for_all(releases);
+  return engine().ticket_for_group(reinterpret_cast<std::uintptr_t>(context), releases);
 }
 
 void commit_all(const std::vector<core::SyncTicket>& tickets) {
@@ -65,11 +60,11 @@ CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread
   HookScope scope;
   if (bypass(scope)) return real_call();
   try {
-    driver::StreamRoute route;
-    CUresult result = driver::resolve_stream(stream, per_thread, &route);
+    RouteEntry* route = nullptr;
+    CUresult result = find_route(stream, per_thread, &route);
     if (result == CUDA_ERROR_INVALID_HANDLE) return result;  // the driver would crash on it
     if (result == CUDA_SUCCESS && event != nullptr && !capturing(stream, per_thread)) {
-      engine().event_recorded(event_key(event), route.key);
+      engine().event_recorded(event_key(event), route->key);
     }
   } catch (...) {
     // Tracking is lost for this event (it then proves nothing); the record itself still happens.
@@ -82,13 +77,14 @@ CUresult wait_event(Hook hook, CUstream stream, CUevent event, bool per_thread, 
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) return real_call();
-  driver::StreamRoute route;
-  CUresult resolved = driver::resolve_stream(stream, per_thread, &route);
+  RouteEntry* route = nullptr;
+  CUresult resolved = find_route(stream, per_thread, &route);
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;
+  const core::StreamKey waiter = resolved == CUDA_SUCCESS ? route->key : 0;  // the entry may move later
   CUresult result = real_call();
   if (result != CUDA_SUCCESS || resolved != CUDA_SUCCESS || event == nullptr) return result;
   try {
-    if (!capturing(stream, per_thread)) engine().stream_waited(route.key, event_key(event));
+    if (!capturing(stream, per_thread)) engine().stream_waited(waiter, event_key(event));
   } catch (...) {
   }
   return result;
@@ -99,12 +95,12 @@ CUresult stream_sync_or_query(Hook hook, CUstream stream, bool per_thread, bool 
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) return real_call();
-  driver::StreamRoute route;
-  CUresult resolved = driver::resolve_stream(stream, per_thread, &route);
+  RouteEntry* route = nullptr;
+  CUresult resolved = find_route(stream, per_thread, &route);
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;
   if (resolved != CUDA_SUCCESS) return real_call();
   try {
-    core::SyncTicket ticket = engine().ticket_for_stream(route.key, releases);
+    core::SyncTicket ticket = engine().ticket_for_stream(route->key, releases);
     CUresult result = real_call();
     if (result == CUDA_SUCCESS) engine().commit(ticket);
     return result;
@@ -135,9 +131,9 @@ CUresult context_sync(Hook hook, CUcontext context, RealCall real_call) noexcept
   if (bypass(scope)) return real_call();
   try {
     if (context == nullptr) context = current_context();
-    std::vector<core::SyncTicket> tickets = tickets_for_context(context, true);
+    core::SyncTicket ticket = ticket_for_context(context, true);
     CUresult result = real_call();
-    if (result == CUDA_SUCCESS) commit_all(tickets);
+    if (result == CUDA_SUCCESS) engine().commit(ticket);
     return result;
   } catch (...) {
     return real_call();
