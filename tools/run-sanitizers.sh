@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# The engine's tests under ASan+UBSan and under TSan (CI runs this after the main tests).
+# The engine's and the interposer's tests under ASan+UBSan and under TSan (CI runs this after the
+# main tests). Builds only what those tests need: the engine's tests, libstreampool.so, the fake
+# driver it runs over, and the interposer's test programs (with their mini drivers).
 # Usage: tools/run-sanitizers.sh [address|thread ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
+# Any report fails its test: stop at the first one with a non-zero exit (UBSan already aborts,
+# -fno-sanitize-recover). The caller's own settings win.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 for kind in "${kinds[@]}"; do
-  build_dir=build-$kind
+  build_dir=build-san-$kind
   echo "== $kind sanitizer build"
-  tools/setup.sh "$build_dir" -DSTREAMPOOL_SANITIZE="$kind" -DSTREAMPOOL_ONLY_CORE=ON -DSTREAMPOOL_BUILD_BENCH=OFF \
+  tools/setup.sh "$build_dir" -DSTREAMPOOL_SANITIZE="$kind" -DSTREAMPOOL_ONLY_CORE=OFF -DSTREAMPOOL_BUILD_BENCH=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  cmake --build "$build_dir" -j "$(nproc)"
+  cmake --build "$build_dir" -j "$(nproc)" --target core_tests streampool_preload streampool_fakecuda interpose_tests fakedriver_tests
   STREAMPOOL_MODEL_PROGRAMS=${STREAMPOOL_SANITIZER_MODEL_PROGRAMS:-1000} \
-    ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900
+    ctest --test-dir "$build_dir" -L 'core|interpose|fakedriver' --output-on-failure -j "$(nproc)" --timeout 900
 done

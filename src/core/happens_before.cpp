@@ -87,7 +87,10 @@ Clock HappensBefore::effective_clock_locked(StreamState* stream) {
 void HappensBefore::event_recorded(EventKey event, StreamKey key) {
   std::lock_guard guard(mutex_);
   StreamState* stream = stream_locked(key);
-  events_[event] = position_locked(stream);
+  // Into the event's existing clock: re-recording an event allocates nothing.
+  Clock& clock = events_[event];
+  clock.assign(stream->clock.begin(), stream->clock.end());
+  raise(clock, stream->slot, cut(stream));
 }
 
 void HappensBefore::stream_waited(StreamKey waiter, EventKey event) {

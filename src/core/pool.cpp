@@ -1,6 +1,7 @@
 #include "pool.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 
@@ -54,9 +55,13 @@ void Pool::note_reserved_locked() {
   reserved_now_.store(space_.reserved_bytes(), std::memory_order_release);
 }
 
+Requirements Pool::requirements_of(const PoolStream& owner, const CachedFree& freed) {
+  return freed.fresh ? Requirements{} : Requirements::of(owner.stream->slot, freed.tick);
+}
+
 void Pool::give_evicted(const PoolStream& owner, const CachedFree& freed) {
   std::lock_guard guard(mutex_);
-  space_.give(freed.address, freed.bytes, Requirements::of(owner.stream->slot, freed.tick));
+  space_.give(freed.address, freed.bytes, requirements_of(owner, freed));
 }
 
 void Pool::give_completed(std::uintptr_t address, std::size_t placed) {
@@ -66,12 +71,13 @@ void Pool::give_completed(std::uintptr_t address, std::size_t placed) {
 
 void Pool::flush_caches_locked() {
   for (auto& share : all_shares_) {
+    if (share->occupied.load(std::memory_order_relaxed) == 0) continue;  // a free racing this one stays cached
     std::lock_guard share_guard(share->lock);
     for (std::size_t i = 0; i < share->cache_count; ++i) {
       const CachedFree& freed = share->cache[i];
-      space_.give(freed.address, freed.bytes, Requirements::of(share->stream->slot, freed.tick));
+      space_.give(freed.address, freed.bytes, requirements_of(*share, freed));
     }
-    share->cache_count = 0;
+    share->clear();
   }
 }
 
@@ -100,6 +106,35 @@ std::vector<Requirement> Pool::blocking_requirements_locked(std::size_t placed) 
   return blocking;
 }
 
+// A stream that keeps asking the slow path for one small size gets a few more blocks of it in
+// its cache, carved from memory anyone may use (the pattern of memory freed on another stream:
+// each allocation would otherwise take the pool's lock). Only after a streak, so occasional
+// requests keep the driver's placement; bounded, so little memory is held back; every slow
+// path flushes the blocks back. Pushed highest first: the cache pops the lowest first.
+void Pool::refill_cache_locked(PoolStream& requester, std::size_t placed) {
+  requester.slow_streak = requester.last_slow_bytes == placed ? requester.slow_streak + 1 : 1;
+  requester.last_slow_bytes = placed;
+  if (requester.slow_streak < kRefillStreak || placed > kRefillMaxBlockBytes) return;
+  FreeIndex& index = space_.free_index();
+  std::array<std::uintptr_t, PoolStream::kCacheEntries> carved{};
+  std::size_t count = 0;
+  for (std::size_t budget = kRefillBudgetBytes; budget >= placed && count < carved.size(); budget -= placed) {
+    const auto fresh = index.best_fit(placed, [](const Requirements& requirements) { return requirements.empty(); });
+    if (!fresh) break;
+    index.take(fresh->address, placed);
+    carved[count++] = fresh->address;
+  }
+  std::lock_guard own(requester.lock);
+  while (count > 0) {
+    const std::uintptr_t address = carved[--count];
+    if (requester.cache_count == PoolStream::kCacheEntries) {
+      space_.give(address, placed);  // the cache filled up meanwhile
+    } else {
+      requester.append(CachedFree{address, placed, 0, /*fresh=*/true});
+    }
+  }
+}
+
 // Best fit between the requester's own cache and the index ranges it may use; takes it.
 Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address,
                                   bool follow) {
@@ -124,6 +159,7 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   if (const auto fit = index.best_run(placed, usable)) {
     index.take_span(fit->address, placed);
     *address = fit->address;
+    refill_cache_locked(requester, placed);
     return Status::success;
   }
 

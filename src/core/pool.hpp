@@ -71,6 +71,11 @@ class Pool {
  private:
   Status reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address, bool follow);
   void flush_caches_locked();
+  void refill_cache_locked(PoolStream& requester, std::size_t placed);
+  static Requirements requirements_of(const PoolStream& owner, const CachedFree& freed);
+  static constexpr std::size_t kRefillStreak = 4;                 // slow paths of one size in a row
+  static constexpr std::size_t kRefillMaxBlockBytes = 4u << 20;  // refill only small blocks
+  static constexpr std::size_t kRefillBudgetBytes = 8u << 20;    // and at most this much at once
   void settle_locked();
   // Streams whose frees, if known complete or ordered, would give the requester a fit.
   std::vector<Requirement> blocking_requirements_locked(std::size_t placed) const;

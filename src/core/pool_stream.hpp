@@ -8,10 +8,13 @@
 //   allocate  pop an exact-size entry from the cache.
 // Everything else goes to the pool's index under the pool's mutex (pool.hpp): a cache entry
 // pushed out of a full cache, a request the cache cannot serve exactly. The cache is what a
-// training loop that allocates the same sizes every step runs on.
+// training loop that allocates the same sizes every step runs on. When a stream keeps asking
+// the slow path for one small size (its memory is freed on another stream), the pool refills
+// the cache with a few fresh blocks of that size, so the next requests are fast too.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -26,6 +29,7 @@ struct CachedFree {
   std::uintptr_t address = 0;
   std::size_t bytes = 0;
   std::uint64_t tick = 0;
+  bool fresh = false;  // never handed out: anyone may use it, whatever the tick
 };
 
 struct alignas(64) PoolStream {  // its own cache lines: written by its stream's thread only
@@ -51,12 +55,21 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
       evicted = cache[0];
       remove_at(0);
     }
-    cache[cache_count++] = freed;
+    append(freed);
     return evicted;
+  }
+  void append(const CachedFree& freed) noexcept {
+    cache[cache_count++] = freed;
+    occupied.store(cache_count, std::memory_order_relaxed);
+  }
+  void clear() noexcept {
+    cache_count = 0;
+    occupied.store(0, std::memory_order_relaxed);
   }
   void remove_at(std::size_t i) noexcept {
     for (std::size_t j = i + 1; j < cache_count; ++j) cache[j - 1] = cache[j];  // keeps age order
     --cache_count;
+    occupied.store(cache_count, std::memory_order_relaxed);
   }
 
   SpinLock lock;
@@ -64,6 +77,12 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
   UsageShard* usage = nullptr;  // set by the pool; guarded by `lock`
   std::array<CachedFree, kCacheEntries> cache{};
   std::size_t cache_count = 0;
+  // cache_count for readers without the lock: a slow path skips empty caches of other streams
+  // without touching their locks (idle streams' lines stay where they are).
+  std::atomic<std::size_t> occupied{0};
+  // The pool's mutex guards these: the size the slow path served last, and how many times in a row.
+  std::size_t last_slow_bytes = 0;
+  std::size_t slow_streak = 0;
 };
 
 }  // namespace streampool::core
