@@ -21,7 +21,7 @@ class AddressMap {
     }
   }
   void insert(std::uintptr_t key, std::uint32_t value) {
-    if ((count_ + 1) * 4 > slots_.size() * 3) grow();
+    if ((count_ + 1) * 2 > slots_.size()) grow();  // at most half full: a miss probes ~2 slots
     place(key, value);
     ++count_;
   }

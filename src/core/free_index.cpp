@@ -102,16 +102,19 @@ void FreeIndex::take(std::uintptr_t address, std::size_t bytes) { take_inside(ad
 void FreeIndex::take_inside(std::uintptr_t range_start, std::uintptr_t address, std::size_t bytes) {
   const auto at = by_start_.find(range_start);
   assert(at);
-  if (!at) return;
-  const Node node = nodes_[*at];
+  if (at) take_from(*at, address, bytes);
+}
+
+void FreeIndex::take_from(std::uint32_t index, std::uintptr_t address, std::size_t bytes) {
+  const Node node = nodes_[index];
   const std::uintptr_t end = node.address + node.bytes;
   assert(address >= node.address && address + bytes <= end);
   if (address == node.address && address + bytes == end) {
-    remove(*at);
+    remove(index);
   } else if (address == node.address) {
-    reshape(*at, address + bytes, end - (address + bytes));
+    reshape(index, address + bytes, end - (address + bytes));
   } else {
-    reshape(*at, node.address, address - node.address);
+    reshape(index, node.address, address - node.address);
     if (address + bytes < end) add(address + bytes, end - (address + bytes), node.requirements);
   }
 }
@@ -122,7 +125,7 @@ void FreeIndex::take_span(std::uintptr_t address, std::size_t bytes) {
     assert(at);
     if (!at) return;
     const std::size_t part = std::min(bytes, nodes_[*at].bytes);
-    take(address, part);
+    take_from(*at, address, part);
     address += part;
     bytes -= part;
   }

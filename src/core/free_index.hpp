@@ -152,6 +152,7 @@ class FreeIndex {
   }
 
   std::uint32_t add(std::uintptr_t address, std::size_t bytes, const Requirements& requirements);
+  void take_from(std::uint32_t index, std::uintptr_t address, std::size_t bytes);
   void remove(std::uint32_t index);
   void reshape(std::uint32_t index, std::uintptr_t address, std::size_t bytes);
   void link(std::uint32_t index);
