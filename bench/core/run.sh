@@ -41,13 +41,8 @@ summary=$outdir/core-bench-summary.md
 # Never let an earlier run's file stand in for a run that fails now.
 rm -f "$json" "$summary"
 
-# Google Benchmark up to 1.7 wants --benchmark_min_time=0.5; from 1.8 on "0.5s" (a plain number
-# still works there, with a warning). Listing runs nothing, so probing is free.
-if "$binary" --benchmark_list_tests "--benchmark_min_time=${min_time}s" >/dev/null 2>&1; then
-  min_time_flag="--benchmark_min_time=${min_time}s"
-else
-  min_time_flag="--benchmark_min_time=${min_time}"
-fi
+source "$repo_root/tools/benchmark-flags.sh"
+min_time_flag=$(benchmark_min_time_flag "$min_time" "$binary")
 
 "$binary" "$min_time_flag" --benchmark_out="$json" --benchmark_out_format=json \
   --benchmark_counters_tabular=true "${extra_args[@]}"

@@ -50,16 +50,11 @@ preload=$(readlink -f "$preload" 2>/dev/null || echo "$preload")
 # Never let an earlier run's file stand in for a run that fails now.
 rm -f "$outdir"/{runtime,driver}-{nvidia,streampool}.json "$outdir/bench-summary.md"
 
-# Google Benchmark up to 1.7 wants --benchmark_min_time=0.2, from 1.8 on "0.2s" (it still takes
-# the plain number, with a warning). Listing touches no GPU, so the probe is free.
+source "$repo_root/tools/benchmark-flags.sh"
 min_time_flag() {
   local binary=$1
   shift
-  if env "$@" "$binary" --benchmark_list_tests "--benchmark_min_time=${min_time}s" >/dev/null 2>&1; then
-    echo "--benchmark_min_time=${min_time}s"
-  else
-    echo "--benchmark_min_time=${min_time}"
-  fi
+  benchmark_min_time_flag "$min_time" "$binary" "$@"
 }
 
 failures=0
