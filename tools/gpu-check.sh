@@ -88,7 +88,10 @@ add "streampool gpu-check, mode $mode"
 add "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 # A copy of the working tree may come without .git: STREAMPOOL_COMMIT can name the commit then.
 commit=${STREAMPOOL_COMMIT:-$(git rev-parse --verify -q HEAD 2>/dev/null || echo "unknown (no git repository here)")}
-dirty=$(git status --porcelain 2>/dev/null | wc -l)
+# (A copy made by the device tool carries no usable git state: only count changes when no
+# commit was named.)
+dirty=0
+[[ -n ${STREAMPOOL_COMMIT:-} ]] || dirty=$(git status --porcelain 2>/dev/null | wc -l)
 add "commit: $commit$([[ $dirty -gt 0 ]] && echo " (+$dirty uncommitted paths)")"
 add "host: $(hostname), $jobs CPUs, $(uname -r)"
 if [[ $mode == gpu ]]; then
