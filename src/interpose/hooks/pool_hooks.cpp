@@ -157,12 +157,23 @@ CUresult pool_set_access(CUmemoryPool handle, const CUmemAccessDesc* map, size_t
     if (!engine().is_pool(pool) || (count > 0 && map == nullptr)) return CUDA_ERROR_INVALID_VALUE;
     std::vector<core::AccessDescriptor> access;
     access.reserve(count);
+    const core::PoolProps& props = engine().props(pool);
     for (size_t i = 0; i < count; ++i) {
-      if (!valid_access_location(map[i].location)) return CUDA_ERROR_INVALID_VALUE;
       if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
           map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
         return CUDA_ERROR_INVALID_VALUE;
       }
+      // What driver 580 answers (measured, tools/gpu/probe_pool_access.py): a device that does
+      // not exist is INVALID_DEVICE; the owning device keeps read-write, so read-only is
+      // NOT_SUPPORTED and revoking it INVALID_DEVICE.
+      if (map[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && !driver::valid_device(map[i].location.id)) {
+        return CUDA_ERROR_INVALID_DEVICE;
+      }
+      if (!valid_access_location(map[i].location)) return CUDA_ERROR_INVALID_VALUE;
+      const bool owner = static_cast<int>(map[i].location.type) == props.location_type &&
+                         map[i].location.id == props.location_id;
+      if (owner && map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ) return CUDA_ERROR_NOT_SUPPORTED;
+      if (owner && map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE) return CUDA_ERROR_INVALID_DEVICE;
       access.push_back(core::AccessDescriptor{static_cast<int>(map[i].location.type), map[i].location.id,
                                               static_cast<int>(map[i].flags)});
     }
