@@ -45,6 +45,17 @@ def hooked_names(path):
     return names
 
 
+# What each resolver saves before calling spi_forward_resolve and restores after it, as
+# (register, offset from the stack pointer): one table per architecture, so that the save and the
+# restore sequences cannot disagree.
+X86_64_SAVED_GPRS = [("rdi", 0), ("rsi", 8), ("rdx", 16), ("rcx", 24), ("r8", 32), ("r9", 40), ("rax", 48),
+                     ("r10", 56)]
+X86_64_SAVED_XMMS = [(f"xmm{reg}", 64 + 16 * reg) for reg in range(8)]
+AARCH64_SAVED_X_PAIRS = [("x0", "x1", 16), ("x2", "x3", 32), ("x4", "x5", 48), ("x6", "x7", 64)]
+AARCH64_X8_OFFSET = 80  # x8, the indirect-result register, saved alone
+AARCH64_SAVED_Q_PAIRS = [("q0", "q1", 96), ("q2", "q3", 128), ("q4", "q5", 160), ("q6", "q7", 192)]
+
+
 def x86_64_assembly(names, hooked):
     lines = ["\t.text"]
     for index, name in enumerate(names):
@@ -71,30 +82,13 @@ def x86_64_assembly(names, hooked):
         "\tpushq %rbp",
         "\tmovq %rsp, %rbp",
         "\tsubq $192, %rsp",
-        "\tmovq %rdi, 0(%rsp)",
-        "\tmovq %rsi, 8(%rsp)",
-        "\tmovq %rdx, 16(%rsp)",
-        "\tmovq %rcx, 24(%rsp)",
-        "\tmovq %r8, 32(%rsp)",
-        "\tmovq %r9, 40(%rsp)",
-        "\tmovq %rax, 48(%rsp)",
-        "\tmovq %r10, 56(%rsp)",
     ]
-    lines += [f"\tmovaps %xmm{reg}, {64 + 16 * reg}(%rsp)" for reg in range(8)]
+    lines += [f"\tmovq %{reg}, {offset}(%rsp)" for reg, offset in X86_64_SAVED_GPRS]
+    lines += [f"\tmovaps %{reg}, {offset}(%rsp)" for reg, offset in X86_64_SAVED_XMMS]
     lines += ["\tmovl %r11d, %edi", "\tcall spi_forward_resolve@PLT", "\tmovq %rax, %r11"]
-    lines += [f"\tmovaps {64 + 16 * reg}(%rsp), %xmm{reg}" for reg in range(8)]
-    lines += [
-        "\tmovq 0(%rsp), %rdi",
-        "\tmovq 8(%rsp), %rsi",
-        "\tmovq 16(%rsp), %rdx",
-        "\tmovq 24(%rsp), %rcx",
-        "\tmovq 32(%rsp), %r8",
-        "\tmovq 40(%rsp), %r9",
-        "\tmovq 48(%rsp), %rax",
-        "\tmovq 56(%rsp), %r10",
-        "\tleave",
-        "\tjmp *%r11",
-    ]
+    lines += [f"\tmovaps {offset}(%rsp), %{reg}" for reg, offset in X86_64_SAVED_XMMS]
+    lines += [f"\tmovq {offset}(%rsp), %{reg}" for reg, offset in X86_64_SAVED_GPRS]
+    lines += ["\tleave", "\tjmp *%r11"]
     lines += slot_table(names, ".quad")
     return lines
 
@@ -123,30 +117,15 @@ def aarch64_assembly(names, hooked):
         ".Lspi_resolve_common:",
         "\tstp x29, x30, [sp, #-224]!",
         "\tmov x29, sp",
-        "\tstp x0, x1, [sp, #16]",
-        "\tstp x2, x3, [sp, #32]",
-        "\tstp x4, x5, [sp, #48]",
-        "\tstp x6, x7, [sp, #64]",
-        "\tstr x8, [sp, #80]",
-        "\tstp q0, q1, [sp, #96]",
-        "\tstp q2, q3, [sp, #128]",
-        "\tstp q4, q5, [sp, #160]",
-        "\tstp q6, q7, [sp, #192]",
-        "\tmov w0, w17",
-        "\tbl spi_forward_resolve",
-        "\tmov x16, x0",
-        "\tldp q0, q1, [sp, #96]",
-        "\tldp q2, q3, [sp, #128]",
-        "\tldp q4, q5, [sp, #160]",
-        "\tldp q6, q7, [sp, #192]",
-        "\tldr x8, [sp, #80]",
-        "\tldp x0, x1, [sp, #16]",
-        "\tldp x2, x3, [sp, #32]",
-        "\tldp x4, x5, [sp, #48]",
-        "\tldp x6, x7, [sp, #64]",
-        "\tldp x29, x30, [sp], #224",
-        "\tbr x16",
     ]
+    lines += [f"\tstp {first}, {second}, [sp, #{offset}]" for first, second, offset in AARCH64_SAVED_X_PAIRS]
+    lines += [f"\tstr x8, [sp, #{AARCH64_X8_OFFSET}]"]
+    lines += [f"\tstp {first}, {second}, [sp, #{offset}]" for first, second, offset in AARCH64_SAVED_Q_PAIRS]
+    lines += ["\tmov w0, w17", "\tbl spi_forward_resolve", "\tmov x16, x0"]
+    lines += [f"\tldp {first}, {second}, [sp, #{offset}]" for first, second, offset in AARCH64_SAVED_Q_PAIRS]
+    lines += [f"\tldr x8, [sp, #{AARCH64_X8_OFFSET}]"]
+    lines += [f"\tldp {first}, {second}, [sp, #{offset}]" for first, second, offset in AARCH64_SAVED_X_PAIRS]
+    lines += ["\tldp x29, x30, [sp], #224", "\tbr x16"]
     lines += slot_table(names, ".xword")
     return lines
 

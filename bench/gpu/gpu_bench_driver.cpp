@@ -4,8 +4,6 @@
 #include <cuda.h>
 
 #include <cstdint>
-#include <limits>
-#include <string>
 
 #include "bench_main.hpp"
 #include "workloads.hpp"
@@ -20,11 +18,16 @@ struct DriverApi {
   using Context = CUcontext;  // the device's primary context, made current on every thread
   using Status = CUresult;
 
+  using PoolAttribute = CUmemPool_attribute;
+  static constexpr PoolAttribute kReleaseThreshold = CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+  static constexpr PoolAttribute kReservedMemHigh = CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+  static constexpr PoolAttribute kUsedMemHigh = CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+
   static bool ok(Status status) { return status == CUDA_SUCCESS; }
-  static std::string describe(Status status, const char* what) {
+  static const char* error_name(Status status) {
     const char* name = nullptr;
     if (cuGetErrorName(status, &name) != CUDA_SUCCESS || name == nullptr) name = "CUDA error";
-    return std::string(what) + ": " + name + " (" + std::to_string(static_cast<int>(status)) + ")";
+    return name;
   }
 
   static Status open_device(Context* context) {
@@ -39,9 +42,16 @@ struct DriverApi {
     if (Status status = cuCtxGetDevice(&device); status != CUDA_SUCCESS) return status;
     return cuDeviceGetDefaultMemPool(pool, device);
   }
-  static Status keep_everything(Pool pool) {
-    cuuint64_t threshold = std::numeric_limits<cuuint64_t>::max();
-    return cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+  // cuuint64_t is unsigned long long, std::uint64_t unsigned long: same width, distinct pointer types.
+  static Status set_pool_u64(Pool pool, PoolAttribute attribute, std::uint64_t value) {
+    cuuint64_t driver_value = value;
+    return cuMemPoolSetAttribute(pool, attribute, &driver_value);
+  }
+  static Status get_pool_u64(Pool pool, PoolAttribute attribute, std::uint64_t* value) {
+    cuuint64_t driver_value = 0;
+    const Status status = cuMemPoolGetAttribute(pool, attribute, &driver_value);
+    *value = driver_value;
+    return status;
   }
   static Status bind_thread(Context context) { return cuCtxSetCurrent(context); }
   static Status stream_create(Stream* stream) { return cuStreamCreate(stream, CU_STREAM_NON_BLOCKING); }
@@ -59,23 +69,6 @@ struct DriverApi {
   static Status device_sync() { return cuCtxSynchronize(); }
 
   static Status trim(Pool pool, std::size_t keep_bytes) { return cuMemPoolTrimTo(pool, keep_bytes); }
-  static Status reset_highs(Pool pool) {
-    cuuint64_t zero = 0;
-    if (Status status = cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero); status != CUDA_SUCCESS) {
-      return status;
-    }
-    return cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero);
-  }
-  static Status reserved_high(Pool pool, std::uint64_t* bytes) { return get_u64(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, bytes); }
-  static Status used_high(Pool pool, std::uint64_t* bytes) { return get_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, bytes); }
-
- private:
-  static Status get_u64(Pool pool, CUmemPool_attribute attribute, std::uint64_t* bytes) {
-    cuuint64_t value = 0;
-    const Status status = cuMemPoolGetAttribute(pool, attribute, &value);
-    *bytes = value;
-    return status;
-  }
 };
 
 int driver_version() {

@@ -3,8 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <limits>
-#include <string>
 
 #include "bench_main.hpp"
 #include "workloads.hpp"
@@ -19,10 +17,13 @@ struct RuntimeApi {
   using Context = int;  // the device: cudart binds a thread to a device's primary context
   using Status = cudaError_t;
 
+  using PoolAttribute = cudaMemPoolAttr;
+  static constexpr PoolAttribute kReleaseThreshold = cudaMemPoolAttrReleaseThreshold;
+  static constexpr PoolAttribute kReservedMemHigh = cudaMemPoolAttrReservedMemHigh;
+  static constexpr PoolAttribute kUsedMemHigh = cudaMemPoolAttrUsedMemHigh;
+
   static bool ok(Status status) { return status == cudaSuccess; }
-  static std::string describe(Status status, const char* what) {
-    return std::string(what) + ": " + cudaGetErrorName(status) + " (" + std::to_string(static_cast<int>(status)) + ")";
-  }
+  static const char* error_name(Status status) { return cudaGetErrorName(status); }
 
   static Status open_device(Context* device) {
     *device = 0;
@@ -30,9 +31,11 @@ struct RuntimeApi {
     return cudaFree(nullptr);  // creates the context now, not inside the first timed call
   }
   static Status default_pool(Context device, Pool* pool) { return cudaDeviceGetDefaultMemPool(pool, device); }
-  static Status keep_everything(Pool pool) {
-    std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
-    return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  static Status set_pool_u64(Pool pool, PoolAttribute attribute, std::uint64_t value) {
+    return cudaMemPoolSetAttribute(pool, attribute, &value);
+  }
+  static Status get_pool_u64(Pool pool, PoolAttribute attribute, std::uint64_t* value) {
+    return cudaMemPoolGetAttribute(pool, attribute, value);
   }
   static Status bind_thread(Context device) { return cudaSetDevice(device); }
   static Status stream_create(Stream* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking); }
@@ -50,19 +53,6 @@ struct RuntimeApi {
   static Status device_sync() { return cudaDeviceSynchronize(); }
 
   static Status trim(Pool pool, std::size_t keep_bytes) { return cudaMemPoolTrimTo(pool, keep_bytes); }
-  static Status reset_highs(Pool pool) {
-    std::uint64_t zero = 0;
-    if (Status status = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero); status != cudaSuccess) {
-      return status;
-    }
-    return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero);
-  }
-  static Status reserved_high(Pool pool, std::uint64_t* bytes) {
-    return cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, bytes);
-  }
-  static Status used_high(Pool pool, std::uint64_t* bytes) {
-    return cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, bytes);
-  }
 };
 
 int runtime_driver_version() {

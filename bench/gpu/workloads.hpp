@@ -3,16 +3,19 @@
 // Each binary runs twice: plain (NVIDIA's pool) and under LD_PRELOAD=libstreampool.so (streampool's
 // pool); compare.py pairs the runs by the benchmark names registered here.
 //
-// An Api provides the types Ptr, Stream, Event, Pool, Context, Status and static functions:
-//   ok(Status), describe(Status, what) -> std::string,
+// An Api provides the types Ptr, Stream, Event, Pool, Context, Status, PoolAttribute, the
+// PoolAttribute constants kReleaseThreshold, kReservedMemHigh, kUsedMemHigh, and static functions:
+//   ok(Status), error_name(Status) -> const char*   (e.g. "CUDA_ERROR_OUT_OF_MEMORY")
 //   open_device(Context*)        once per process: device 0, current on this thread
-//   default_pool(Context, Pool*), keep_everything(Pool)   RELEASE_THRESHOLD = UINT64_MAX
+//   default_pool(Context, Pool*)
+//   set_pool_u64(Pool, PoolAttribute, u64), get_pool_u64(Pool, PoolAttribute, u64*)
 //   bind_thread(Context)         every host thread before its first call
 //   stream_create(Stream*)       non-blocking stream
 //   event_create(Event*)         timing disabled
 //   alloc(Ptr*, bytes, Stream), alloc_from_pool(Ptr*, bytes, Pool, Stream), free(Ptr, Stream)
 //   record(Event, Stream), wait(Stream, Event), stream_sync(Stream), device_sync()
-//   trim(Pool, keep_bytes), reset_highs(Pool), reserved_high(Pool, u64*), used_high(Pool, u64*)
+//   trim(Pool, keep_bytes)
+// Everything else (the error message, which pool attributes are set and read) is written here once.
 //
 // All times are wall-clock (UseRealTime), nanoseconds per iteration. The threaded workload also
 // reports the counter pairs_per_second, the aggregate rate, which compare.py prefers to
@@ -25,6 +28,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -56,15 +60,26 @@ struct GpuResources {
   std::string open_error;  // empty when everything above is valid
 };
 
+// What a failed call reports: "what: ERROR_NAME (number)".
+template <class Api>
+std::string describe(typename Api::Status status, const char* what) {
+  return std::string(what) + ": " + Api::error_name(status) + " (" + std::to_string(static_cast<int>(status)) + ")";
+}
+
 template <class Api>
 std::string open_resources(GpuResources<Api>& gpu) {
   auto failed = [](typename Api::Status status, const char* what) {
-    return Api::ok(status) ? std::string() : Api::describe(status, what);
+    return Api::ok(status) ? std::string() : describe<Api>(status, what);
   };
   std::string error = failed(Api::open_device(&gpu.context), "open device 0");
   if (!error.empty()) return error;
   if (error = failed(Api::default_pool(gpu.context, &gpu.pool), "get the default pool"); !error.empty()) return error;
-  if (error = failed(Api::keep_everything(gpu.pool), "set RELEASE_THRESHOLD"); !error.empty()) return error;
+  // Keep everything: RELEASE_THRESHOLD = UINT64_MAX.
+  if (error = failed(Api::set_pool_u64(gpu.pool, Api::kReleaseThreshold, std::numeric_limits<std::uint64_t>::max()),
+                     "set RELEASE_THRESHOLD");
+      !error.empty()) {
+    return error;
+  }
   for (auto* stream : {&gpu.main_stream, &gpu.producer, &gpu.consumer}) {
     if (error = failed(Api::stream_create(stream), "stream create"); !error.empty()) return error;
   }
@@ -86,7 +101,7 @@ GpuResources<Api>& resources() {
 template <class Api>
 bool succeeded(benchmark::State& state, typename Api::Status status, const char* what) {
   if (Api::ok(status)) [[likely]] return true;
-  state.SkipWithError(Api::describe(status, what).c_str());
+  state.SkipWithError(describe<Api>(status, what).c_str());
   return false;
 }
 
@@ -118,15 +133,19 @@ template <class Api>
 bool start_from_empty_pool(benchmark::State& state, GpuResources<Api>& gpu) {
   return succeeded<Api>(state, Api::device_sync(), "device synchronize") &&
          succeeded<Api>(state, Api::trim(gpu.pool, 0), "trim to 0") &&
-         succeeded<Api>(state, Api::reset_highs(gpu.pool), "reset high watermarks");
+         succeeded<Api>(state, Api::set_pool_u64(gpu.pool, Api::kReservedMemHigh, 0), "reset high watermarks") &&
+         succeeded<Api>(state, Api::set_pool_u64(gpu.pool, Api::kUsedMemHigh, 0), "reset high watermarks");
 }
 
 template <class Api>
 void report_peaks(benchmark::State& state, GpuResources<Api>& gpu) {
   std::uint64_t reserved_high = 0;
   std::uint64_t used_high = 0;
-  if (!succeeded<Api>(state, Api::reserved_high(gpu.pool, &reserved_high), "get RESERVED_MEM_HIGH")) return;
-  if (!succeeded<Api>(state, Api::used_high(gpu.pool, &used_high), "get USED_MEM_HIGH")) return;
+  if (!succeeded<Api>(state, Api::get_pool_u64(gpu.pool, Api::kReservedMemHigh, &reserved_high),
+                      "get RESERVED_MEM_HIGH")) {
+    return;
+  }
+  if (!succeeded<Api>(state, Api::get_pool_u64(gpu.pool, Api::kUsedMemHigh, &used_high), "get USED_MEM_HIGH")) return;
   state.counters["peak_reserved"] = static_cast<double>(reserved_high);
   state.counters["peak_used"] = static_cast<double>(used_high);
   state.counters["frag_ratio"] =

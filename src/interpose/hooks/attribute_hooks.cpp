@@ -13,13 +13,21 @@ bool known_attribute(CUmemPool_attribute attribute) noexcept {
   return number >= driver::kMempoolAttrFirst && number <= driver::kMempoolAttrLast;
 }
 
+// Set and Get accept the same calls: the pool a call names, or nullptr when its value pointer,
+// attribute or pool handle is one the driver answers CUDA_ERROR_INVALID_VALUE for.
+core::Pool* attribute_call_pool(CUmemoryPool handle, CUmemPool_attribute attribute, const void* value) {
+  auto* pool = reinterpret_cast<core::Pool*>(handle);
+  if (value == nullptr || !known_attribute(attribute) || !engine().is_pool(pool)) return nullptr;
+  return pool;
+}
+
 CUresult pool_set_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, void* value) noexcept {
   count_call(Hook::cuMemPoolSetAttribute);
   HookScope scope;
   if (bypass(scope)) return forward(driver::real().cuMemPoolSetAttribute, handle, attribute, value);
   try {
-    auto* pool = reinterpret_cast<core::Pool*>(handle);
-    if (value == nullptr || !known_attribute(attribute) || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    core::Pool* pool = attribute_call_pool(handle, attribute, value);
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return to_cuda(engine().set_attribute(pool, static_cast<core::PoolAttribute>(attribute), value));
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
@@ -31,8 +39,8 @@ CUresult pool_get_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, 
   HookScope scope;
   if (bypass(scope)) return forward(driver::real().cuMemPoolGetAttribute, handle, attribute, value);
   try {
-    auto* pool = reinterpret_cast<core::Pool*>(handle);
-    if (value == nullptr || !known_attribute(attribute) || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    core::Pool* pool = attribute_call_pool(handle, attribute, value);
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return to_cuda(engine().get_attribute(pool, static_cast<core::PoolAttribute>(attribute), value));
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;

@@ -245,6 +245,15 @@ Place place_of(const CUmemLocation& location, CUmemAllocationType type) noexcept
   return Place::invalid;
 }
 
+// `current`: the pool made current for the place (its default until one is set), else its default.
+CUresult device_pool(CUdevice device, bool current, core::Pool** pool) noexcept {
+  return current ? pools().device_current(device, pool) : pools().device_default(device, pool);
+}
+
+CUresult shared_pool(Shared which, bool current, core::Pool** pool) noexcept {
+  return current ? pools().shared_current(which, pool) : pools().shared_default(which, pool);
+}
+
 CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, CUmemAllocationType type,
                      bool current) {
   if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -253,14 +262,13 @@ CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, CUme
   switch (place_of(*location, type)) {
     case Place::device:
       if (!driver::valid_device(location->id)) return CUDA_ERROR_INVALID_VALUE;
-      result = current ? pools().device_current(location->id, &pool) : pools().device_default(location->id, &pool);
+      result = device_pool(location->id, current, &pool);
       break;
     case Place::host:
-      result = current ? pools().shared_current(Shared::host, &pool) : pools().shared_default(Shared::host, &pool);
+      result = shared_pool(Shared::host, current, &pool);
       break;
     case Place::managed:
-      result = current ? pools().shared_current(Shared::managed, &pool)
-                       : pools().shared_default(Shared::managed, &pool);
+      result = shared_pool(Shared::managed, current, &pool);
       break;
     case Place::invalid:
       return CUDA_ERROR_INVALID_VALUE;
@@ -269,23 +277,15 @@ CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, CUme
   return result;
 }
 
-CUresult mem_get_default_pool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) noexcept {
-  count_call(Hook::cuMemGetDefaultMemPool);
+// cuMemGetDefaultMemPool (current = false) and cuMemGetMemPool (current = true).
+template <class RealCall>
+CUresult mem_get_pool(Hook hook, CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type,
+                      bool current, RealCall real_call) noexcept {
+  count_call(hook);
   HookScope scope;
-  if (bypass(scope)) return forward(driver::real().cuMemGetDefaultMemPool, pool_out, location, type);
+  if (bypass(scope)) return real_call();
   try {
-    return lookup_pool(pool_out, location, type, false);
-  } catch (...) {
-    return CUDA_ERROR_UNKNOWN;
-  }
-}
-
-CUresult mem_get_pool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) noexcept {
-  count_call(Hook::cuMemGetMemPool);
-  HookScope scope;
-  if (bypass(scope)) return forward(driver::real().cuMemGetMemPool, pool_out, location, type);
-  try {
-    return lookup_pool(pool_out, location, type, true);
+    return lookup_pool(pool_out, location, type, current);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
@@ -396,11 +396,15 @@ STREAMPOOL_HOOK CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) { r
 
 STREAMPOOL_HOOK CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
                                                 CUmemAllocationType type) {
-  return sp::mem_get_default_pool(pool_out, location, type);
+  return sp::mem_get_pool(Hook::cuMemGetDefaultMemPool, pool_out, location, type, false, [=] {
+    return sp::forward(streampool::driver::real().cuMemGetDefaultMemPool, pool_out, location, type);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
-  return sp::mem_get_pool(pool, location, type);
+  return sp::mem_get_pool(Hook::cuMemGetMemPool, pool, location, type, true, [=] {
+    return sp::forward(streampool::driver::real().cuMemGetMemPool, pool, location, type);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {

@@ -54,6 +54,21 @@ CUcontext current_context() noexcept {
   return context;
 }
 
+// The host synchronisations and queries: a ticket taken before the real call (it snapshots what
+// the call will have waited for), committed only when the call returned CUDA_SUCCESS. When the
+// engine cannot take the ticket (it threw), the call still happens, untracked.
+template <class TakeTicket, class RealCall>
+CUresult call_under_ticket(TakeTicket take_ticket, RealCall real_call) noexcept {
+  try {
+    core::SyncTicket ticket = take_ticket();
+    CUresult result = real_call();
+    if (result == CUDA_SUCCESS) engine().commit(ticket);
+    return result;
+  } catch (...) {
+    return real_call();
+  }
+}
+
 template <class RealCall>
 CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread, RealCall real_call) noexcept {
   count_call(hook);
@@ -99,14 +114,8 @@ CUresult stream_sync_or_query(Hook hook, CUstream stream, bool per_thread, bool 
   CUresult resolved = find_route(stream, per_thread, &route);
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;
   if (resolved != CUDA_SUCCESS) return real_call();
-  try {
-    core::SyncTicket ticket = engine().ticket_for_stream(route->key, releases);
-    CUresult result = real_call();
-    if (result == CUDA_SUCCESS) engine().commit(ticket);
-    return result;
-  } catch (...) {
-    return real_call();
-  }
+  const core::StreamKey key = route->key;
+  return call_under_ticket([key, releases] { return engine().ticket_for_stream(key, releases); }, real_call);
 }
 
 template <class RealCall>
@@ -114,14 +123,8 @@ CUresult event_sync_or_query(Hook hook, CUevent event, bool releases, RealCall r
   count_call(hook);
   HookScope scope;
   if (bypass(scope) || event == nullptr) return real_call();
-  try {
-    core::SyncTicket ticket = engine().ticket_for_event(event_key(event), releases);
-    CUresult result = real_call();
-    if (result == CUDA_SUCCESS) engine().commit(ticket);
-    return result;
-  } catch (...) {
-    return real_call();
-  }
+  return call_under_ticket([event, releases] { return engine().ticket_for_event(event_key(event), releases); },
+                           real_call);
 }
 
 template <class RealCall>
@@ -129,15 +132,8 @@ CUresult context_sync(Hook hook, CUcontext context, RealCall real_call) noexcept
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) return real_call();
-  try {
-    if (context == nullptr) context = current_context();
-    core::SyncTicket ticket = ticket_for_context(context, true);
-    CUresult result = real_call();
-    if (result == CUDA_SUCCESS) engine().commit(ticket);
-    return result;
-  } catch (...) {
-    return real_call();
-  }
+  return call_under_ticket(
+      [context] { return ticket_for_context(context != nullptr ? context : current_context(), true); }, real_call);
 }
 
 template <class RealCall>
