@@ -20,7 +20,7 @@ class EngineState {
 
   HappensBefore order;
   LiveTable live;
-  HandleSet<65536> handles;
+  HandleSet<65536> handles;  // up to 32768 live pools
   RegionSet<4096> regions;
   mutable std::mutex pools_mutex;
   std::vector<std::unique_ptr<Pool>> pools;  // never shrinks: handles stay safe to check

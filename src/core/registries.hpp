@@ -2,8 +2,8 @@
 //
 // HandleSet: which Pool pointers are live handles. A program may pass any value as a pool
 // handle (the driver segfaults on a bad one; streampool answers CUDA_ERROR_INVALID_VALUE), so
-// a handle is checked against this set before it is dereferenced. Insert-only slots plus an
-// alive flag; pools are never freed while the engine lives, so a stale pointer stays safe.
+// a handle is checked against this set before it is dereferenced. Pools are never freed while
+// the engine lives, so a stale pointer stays safe to look up.
 // RegionSet: which address ranges belong to some pool (a pointer streampool must serve).
 #pragma once
 
@@ -15,38 +15,40 @@
 
 namespace streampool::core {
 
+// HandleSet: open addressing over atomic slots, insert-only (a destroyed pool's slot keeps its
+// key with alive = false, and the same pointer coming back revives it). Lookups take no lock
+// and probe a few slots whatever the number of pools; Capacity must be a power of two and
+// stays at most half full (further pools are not recognised: never in practice).
 template <std::size_t Capacity>
 class HandleSet {
+  static_assert((Capacity & (Capacity - 1)) == 0, "Capacity must be a power of two");
+
  public:
   void insert(const void* handle) {
     std::lock_guard guard(mutex_);
-    const std::size_t count = count_.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < count; ++i) {
-      if (slots_[i].handle.load(std::memory_order_relaxed) == handle) {
+    for (std::size_t i = home(handle), probes = 0; probes < Capacity; i = (i + 1) % Capacity, ++probes) {
+      const void* key = slots_[i].handle.load(std::memory_order_relaxed);
+      if (key == handle) {
         slots_[i].alive.store(true, std::memory_order_release);
         return;
       }
+      if (key == nullptr) {
+        if ((used_ + 1) * 2 > Capacity) return;  // full enough: the handle is simply not recognised
+        slots_[i].alive.store(true, std::memory_order_relaxed);
+        slots_[i].handle.store(handle, std::memory_order_release);
+        ++used_;
+        return;
+      }
     }
-    if (count == Capacity) return;  // beyond capacity the handle is simply not recognised
-    slots_[count].handle.store(handle, std::memory_order_relaxed);
-    slots_[count].alive.store(true, std::memory_order_relaxed);
-    count_.store(count + 1, std::memory_order_release);
   }
   void erase(const void* handle) {
     std::lock_guard guard(mutex_);
-    for (std::size_t i = 0; i < count_.load(std::memory_order_relaxed); ++i) {
-      if (slots_[i].handle.load(std::memory_order_relaxed) == handle) slots_[i].alive.store(false);
-    }
+    if (Slot* slot = find(handle)) slot->alive.store(false, std::memory_order_release);
   }
   bool contains(const void* handle) const {
     if (handle == nullptr) return false;
-    const std::size_t count = count_.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < count; ++i) {
-      if (slots_[i].handle.load(std::memory_order_relaxed) == handle) {
-        return slots_[i].alive.load(std::memory_order_acquire);
-      }
-    }
-    return false;
+    const Slot* slot = find(handle);
+    return slot != nullptr && slot->alive.load(std::memory_order_acquire);
   }
 
  private:
@@ -54,8 +56,20 @@ class HandleSet {
     std::atomic<const void*> handle{nullptr};
     std::atomic<bool> alive{false};
   };
+  static std::size_t home(const void* handle) noexcept {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(handle) >> 4) * 0x9E3779B97F4A7C15ull >> 32) %
+           Capacity;
+  }
+  Slot* find(const void* handle) const {
+    for (std::size_t i = home(handle), probes = 0; probes < Capacity; i = (i + 1) % Capacity, ++probes) {
+      const void* key = slots_[i].handle.load(std::memory_order_acquire);
+      if (key == handle) return const_cast<Slot*>(&slots_[i]);
+      if (key == nullptr) return nullptr;
+    }
+    return nullptr;
+  }
   std::mutex mutex_;
-  std::atomic<std::size_t> count_{0};
+  std::size_t used_ = 0;
   std::array<Slot, Capacity> slots_{};
 };
 

@@ -87,3 +87,18 @@ TEST_F(Handles, PoolsAreIndependent) {
 
 }  // namespace
 }  // namespace streampool::testing
+
+namespace streampool::testing {
+namespace {
+
+// is_pool runs on every allocation: it must stay right (and cheap) with many pools alive.
+TEST_F(Handles, ThousandsOfPoolsAreEachRecognisedAndForgottenAlone) {
+  std::vector<core::Pool*> pools;
+  for (int i = 0; i < 3000; ++i) pools.push_back(make_pool());
+  for (std::size_t i = 0; i < pools.size(); i += 2) ASSERT_EQ(engine.destroy_pool(pools[i]), Status::success);
+  for (std::size_t i = 0; i < pools.size(); ++i) EXPECT_EQ(engine.is_pool(pools[i]), i % 2 == 1) << i;
+  EXPECT_FALSE(engine.is_pool(reinterpret_cast<core::Pool*>(0x40)));
+}
+
+}  // namespace
+}  // namespace streampool::testing
