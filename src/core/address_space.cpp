@@ -18,7 +18,7 @@ AddressSpace::~AddressSpace() {
   for (Region& region : regions_) {
     if (!chunked()) {
       for (std::size_t g = 0; g < region.mapped.size(); ++g) {
-        if (region.mapped[g]) backing_.unmap(region.base + g * granule_bytes_, granule_bytes_);
+        if (region.mapped[g] && region.unit_first[g] == g) unmap_unit(region, g);
       }
     } else {
       backing_.unmap(region.base, region.bytes);
@@ -85,6 +85,8 @@ Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
   region.bytes = reserve_bytes;
   region.usable_bytes = usable;
   region.mapped.assign(reserve_bytes / granule_bytes_, false);
+  region.unit_first.assign(region.mapped.size(), 0);
+  region.unit_granules.assign(region.mapped.size(), 0);
   auto at = std::lower_bound(regions_.begin(), regions_.end(), base,
                              [](const Region& existing, std::uintptr_t b) { return existing.base < b; });
   *index = static_cast<std::size_t>(at - regions_.begin());
@@ -95,11 +97,39 @@ Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
 
 Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t bytes,
                                std::span<const AccessDescriptor> access) {
-  if (Status status = backing_.map(from, bytes, access); !ok(status)) return status;
   const std::size_t first = (from - region.base) / granule_bytes_;
-  for (std::size_t g = 0; g < bytes / granule_bytes_; ++g) region.mapped[first + g] = true;
-  reserved_bytes_ += bytes;
+  const std::size_t granules = bytes / granule_bytes_;
+  std::size_t unit = 1;
+  if (!chunked() && bytes >= kLargeUnitsFrom) {
+    unit = std::max<std::size_t>(1, kLargeUnit / granule_bytes_);
+  } else if (!chunked() && bytes >= kUnitsFrom) {
+    unit = std::max<std::size_t>(1, kMediumUnit / granule_bytes_);
+  } else if (chunked()) {
+    unit = granules;  // a chunk backing's region is one allocation
+  }
+  for (std::size_t done = 0; done < granules;) {
+    const std::size_t length = granules - done >= unit ? unit : 1;  // the tail granule by granule
+    const std::size_t at = first + done;
+    if (Status status = backing_.map(region.base + at * granule_bytes_, length * granule_bytes_, access); !ok(status)) {
+      for (std::size_t g = first; g < at; g = g + region.unit_granules[g]) unmap_unit(region, g);
+      return status;
+    }
+    for (std::size_t g = at; g < at + length; ++g) {
+      region.mapped[g] = true;
+      region.unit_first[g] = static_cast<std::uint32_t>(at);
+    }
+    region.unit_granules[at] = static_cast<std::uint32_t>(length);
+    reserved_bytes_ += length * granule_bytes_;
+    done += length;
+  }
   return Status::success;
+}
+
+void AddressSpace::unmap_unit(Region& region, std::size_t first_granule) {
+  const std::size_t length = region.unit_granules[first_granule];
+  backing_.unmap(region.base + first_granule * granule_bytes_, length * granule_bytes_);
+  for (std::size_t g = first_granule; g < first_granule + length; ++g) region.mapped[g] = false;
+  reserved_bytes_ -= length * granule_bytes_;
 }
 
 Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access,
@@ -192,19 +222,25 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
     if (last > first) runs.push_back(GranuleRun{range.address, first, last});
   });
   std::sort(runs.begin(), runs.end(), [](const GranuleRun& a, const GranuleRun& b) { return a.first > b.first; });
+  // Whole mapping units only, highest first; a unit may take reserved below the target (the
+  // driver's chunks do the same), granule units never do.
   for (auto run = runs.begin(); run != runs.end() && reserved_bytes_ > target_reserved_bytes; ++run) {
-    const std::size_t excess = reserved_bytes_ - target_reserved_bytes;
-    const std::size_t run_bytes = run->last - run->first;
-    const std::size_t release = std::min(run_bytes, round_up(excess, granule_bytes_));
-    const std::uintptr_t from = run->last - release;
-    Region* region = region_of(from);
+    Region* region = region_of(run->first);
     if (region == nullptr) continue;  // cannot happen: every free range lies in a region
-    free_.take_inside(run->range_start, from, release);
-    backing_.unmap(from, release);
-    const std::size_t first = (from - region->base) / granule_bytes_;
-    for (std::size_t g = 0; g < release / granule_bytes_; ++g) region->mapped[first + g] = false;
-    reserved_bytes_ -= release;
-    if (released != nullptr) released->push_back(Run{from, release});
+    const std::size_t first = (run->first - region->base) / granule_bytes_;
+    std::size_t end = (run->last - region->base) / granule_bytes_;
+    const std::uintptr_t range_start = run->range_start;
+    while (end > first && reserved_bytes_ > target_reserved_bytes) {
+      const std::size_t unit = region->unit_first[end - 1];
+      const std::size_t length = region->unit_granules[unit];
+      if (unit >= first && unit + length <= end) {
+        const std::uintptr_t from = region->base + unit * granule_bytes_;
+        free_.take_inside(range_start, from, length * granule_bytes_);
+        unmap_unit(*region, unit);
+        if (released != nullptr) released->push_back(Run{from, length * granule_bytes_});
+      }
+      end = unit;
+    }
   }
   return before - reserved_bytes_;
 }

@@ -67,6 +67,10 @@ class AddressSpace {
     std::size_t bytes = 0;        // reserved
     std::size_t usable_bytes = 0; // bytes minus the guard at its end
     std::vector<bool> mapped;     // per granule
+    // Per granule, the first granule of the mapping unit holding it; unit_granules is set at
+    // that first granule. A unit is mapped and unmapped as one (see map_range).
+    std::vector<std::uint32_t> unit_first;
+    std::vector<std::uint32_t> unit_granules;
   };
   const std::vector<Region>& regions() const noexcept { return regions_; }
 
@@ -82,6 +86,15 @@ class AddressSpace {
   Status new_region(std::size_t bytes, std::size_t* index);
   Status map_range(Region& region, std::uintptr_t from, std::size_t bytes,
                    std::span<const AccessDescriptor> access);
+  void unmap_unit(Region& region, std::size_t first_granule);
+  // Mapping units: CUDA unmaps only whole mappings, and each map costs tens of microseconds.
+  // Growth below kUnitsFrom maps granule by granule (so any free granule can be given back);
+  // larger growth, driven by large blocks, maps in bigger units (a 100 GiB request: hundreds of
+  // maps, not fifty thousand).
+  static constexpr std::size_t kUnitsFrom = 64u << 20;
+  static constexpr std::size_t kMediumUnit = 32u << 20;
+  static constexpr std::size_t kLargeUnitsFrom = 1u << 30;
+  static constexpr std::size_t kLargeUnit = 256u << 20;
   bool chunked() const noexcept { return reservation_bytes_ == 0; }
 
   Region* region_of(std::uintptr_t address);

@@ -6,6 +6,8 @@
 //   reserve / unreserve  address space, no physical memory (VMM: cuMemAddressReserve);
 //   map / unmap          physical memory behind part of a reservation (cuMemCreate + cuMemMap +
 //                        cuMemSetAccess), all addresses and sizes multiples of granule_bytes();
+//                        each map is one physical allocation, and unmap is only ever called for
+//                        exactly a range one map call mapped (CUDA unmaps whole mappings only);
 //   set_access           change who may touch mapped memory (peer devices).
 // A backing that cannot split reservation from mapping (whole cuMemAlloc chunks) returns
 // reservation_bytes() == 0: the engine then reserves one region per growth and releases a

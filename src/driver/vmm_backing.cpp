@@ -164,36 +164,28 @@ CUresult VmmBacking::apply_access(std::uintptr_t address, std::size_t bytes,
   return result;
 }
 
-// One physical allocation per granule: CUDA unmaps only whole mappings, and the engine gives
-// back any fully free granule, not only what one growth mapped.
+// One physical allocation per call: the engine maps in units (one granule, or a larger unit for
+// large growth) and unmaps exactly those units, since CUDA unmaps only whole mappings.
 core::Status VmmBacking::map(std::uintptr_t address, std::size_t bytes,
                              std::span<const core::AccessDescriptor> access) {
   const DriverTable& table = real();
   ScopedDeviceContext scope(context_device_);
   if (scope.result() != CUDA_SUCCESS) return status_from(scope.result());
+  CUmemGenericAllocationHandle handle = 0;
+  CUresult result = table.cuMemCreate(&handle, bytes, &prop_, 0);
+  if (result != CUDA_SUCCESS) return status_from(result);
   const auto device_address = static_cast<CUdeviceptr>(address);
-  CUresult result = CUDA_SUCCESS;
-  std::size_t mapped = 0;
-  for (; mapped < bytes; mapped += granule_bytes_) {
-    CUmemGenericAllocationHandle handle = 0;
-    result = table.cuMemCreate(&handle, granule_bytes_, &prop_, 0);
-    if (result != CUDA_SUCCESS) break;
-    result = table.cuMemMap(device_address + mapped, granule_bytes_, 0, handle, 0);
-    // The mapping holds the physical memory from here on: unmapping it releases the memory.
-    table.cuMemRelease(handle);
-    if (result != CUDA_SUCCESS) break;
-  }
-  if (result == CUDA_SUCCESS) {
-    try {
-      result = apply_access(address, bytes, access);
-    } catch (...) {
-      result = CUDA_ERROR_OUT_OF_MEMORY;
-    }
+  result = table.cuMemMap(device_address, bytes, 0, handle, 0);
+  // The mapping holds the physical memory from here on: unmapping it releases the memory.
+  table.cuMemRelease(handle);
+  if (result != CUDA_SUCCESS) return status_from(result);
+  try {
+    result = apply_access(address, bytes, access);
+  } catch (...) {
+    result = CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (result != CUDA_SUCCESS) {
-    for (std::size_t offset = 0; offset < mapped; offset += granule_bytes_) {
-      table.cuMemUnmap(device_address + offset, granule_bytes_);
-    }
+    table.cuMemUnmap(device_address, bytes);
     return status_from(result);
   }
   return core::Status::success;
@@ -201,9 +193,7 @@ core::Status VmmBacking::map(std::uintptr_t address, std::size_t bytes,
 
 void VmmBacking::unmap(std::uintptr_t address, std::size_t bytes) {
   ScopedDeviceContext scope(context_device_);
-  for (std::size_t offset = 0; offset < bytes; offset += granule_bytes_) {
-    real().cuMemUnmap(static_cast<CUdeviceptr>(address + offset), granule_bytes_);
-  }
+  real().cuMemUnmap(static_cast<CUdeviceptr>(address), bytes);
 }
 
 core::Status VmmBacking::set_access(std::uintptr_t address, std::size_t bytes,

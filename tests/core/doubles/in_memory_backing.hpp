@@ -38,6 +38,7 @@ class InMemoryBacking final : public core::Backing {
   std::size_t mapped_bytes() const;
   std::size_t map_calls() const;
   std::size_t unmap_calls() const;
+  std::size_t largest_mapping() const;
   std::size_t errors() const;  // engine calls that broke the contract
   std::size_t set_access_calls() const;
   bool is_mapped(std::uintptr_t address) const;
@@ -48,6 +49,7 @@ class InMemoryBacking final : public core::Backing {
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, std::size_t> reservations_;
   std::set<std::uintptr_t> mapped_granules_;
+  std::map<std::uintptr_t, std::size_t> mappings_;  // what each map call mapped: unmapped whole
   std::size_t map_calls_ = 0;
   std::size_t unmap_calls_ = 0;
   std::size_t set_access_calls_ = 0;
