@@ -43,13 +43,18 @@ TEST(Exports, EveryEntryPointOfTheCudaStubIsExported) {
   }
 }
 
-TEST(Exports, NothingIsExportedButDriverNamesAndTheStreampoolApi) {
+TEST(Exports, NothingIsExportedButDriverNamesTheStreampoolApiAndTheCudartFastPath) {
   const auto stub = defined_dynamic_symbols(STREAMPOOL_TEST_CUDA_STUB);
   const auto ours = defined_dynamic_symbols(STREAMPOOL_TEST_PRELOAD_LIBRARY);
+  const std::set<std::string> cudart_fast_path = {"cudaMallocAsync",         "cudaMallocAsync_ptsz",
+                                                  "cudaMallocFromPoolAsync", "cudaMallocFromPoolAsync_ptsz",
+                                                  "cudaFreeAsync",           "cudaFreeAsync_ptsz"};
   ASSERT_FALSE(ours.empty());
   for (const auto& name : ours) {
-    EXPECT_TRUE(stub.count(name) || name.starts_with("streampool_")) << "unexpected export " << name;
+    EXPECT_TRUE(stub.count(name) || name.starts_with("streampool_") || cudart_fast_path.count(name))
+        << "unexpected export " << name;
   }
+  for (const auto& name : cudart_fast_path) EXPECT_TRUE(ours.count(name)) << name;
   EXPECT_TRUE(ours.count("streampool_version"));
 }
 
