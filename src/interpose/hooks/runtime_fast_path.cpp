@@ -35,68 +35,63 @@ int fall_back(Function cudart_function, Args... args) {
   return cudart_function == nullptr ? kCudaErrorInitializationError : cudart_function(args...);
 }
 
+// streampool's driver hook first; cudart's own function for anything but success.
+template <typename DriverAllocate, typename CudartCall>
+int serve_allocation(void** ptr, DriverAllocate driver_allocate, CudartCall cudart_call) {
+  CUdeviceptr address = 0;
+  if (ptr != nullptr && !streampool::driver::passthrough_requested() && driver_allocate(&address) == CUDA_SUCCESS) {
+    *ptr = reinterpret_cast<void*>(address);
+    return kCudaSuccess;
+  }
+  return cudart_call();
+}
+
+template <typename DriverFree, typename CudartCall>
+int serve_free(DriverFree driver_free, CudartCall cudart_call) {
+  if (!streampool::driver::passthrough_requested() && driver_free() == CUDA_SUCCESS) return kCudaSuccess;
+  return cudart_call();
+}
+
 }  // namespace
 
 // cuda.h's renaming macros do not cover these names; the driver entry points called are
 // streampool's own definitions (bound inside the library by -Bsymbolic).
 STREAMPOOL_EXPORT int cudaMallocAsync(void** ptr, size_t size, CUstream stream) {
   static const auto cudart = cudart_definition<MallocAsync>("cudaMallocAsync");
-  CUdeviceptr address = 0;
-  if (ptr != nullptr && !streampool::driver::passthrough_requested() &&
-      cuMemAllocAsync(&address, size, stream) == CUDA_SUCCESS) {
-    *ptr = reinterpret_cast<void*>(address);
-    return kCudaSuccess;
-  }
-  return fall_back(cudart, ptr, size, stream);
+  return serve_allocation(
+      ptr, [&](CUdeviceptr* address) { return cuMemAllocAsync(address, size, stream); },
+      [&] { return fall_back(cudart, ptr, size, stream); });
 }
 
 STREAMPOOL_EXPORT int cudaMallocAsync_ptsz(void** ptr, size_t size, CUstream stream) {
   static const auto cudart = cudart_definition<MallocAsync>("cudaMallocAsync_ptsz");
-  CUdeviceptr address = 0;
-  if (ptr != nullptr && !streampool::driver::passthrough_requested() &&
-      cuMemAllocAsync_ptsz(&address, size, stream) == CUDA_SUCCESS) {
-    *ptr = reinterpret_cast<void*>(address);
-    return kCudaSuccess;
-  }
-  return fall_back(cudart, ptr, size, stream);
+  return serve_allocation(
+      ptr, [&](CUdeviceptr* address) { return cuMemAllocAsync_ptsz(address, size, stream); },
+      [&] { return fall_back(cudart, ptr, size, stream); });
 }
 
 STREAMPOOL_EXPORT int cudaMallocFromPoolAsync(void** ptr, size_t size, CUmemoryPool pool, CUstream stream) {
   static const auto cudart = cudart_definition<MallocFromPoolAsync>("cudaMallocFromPoolAsync");
-  CUdeviceptr address = 0;
-  if (ptr != nullptr && !streampool::driver::passthrough_requested() &&
-      cuMemAllocFromPoolAsync(&address, size, pool, stream) == CUDA_SUCCESS) {
-    *ptr = reinterpret_cast<void*>(address);
-    return kCudaSuccess;
-  }
-  return fall_back(cudart, ptr, size, pool, stream);
+  return serve_allocation(
+      ptr, [&](CUdeviceptr* address) { return cuMemAllocFromPoolAsync(address, size, pool, stream); },
+      [&] { return fall_back(cudart, ptr, size, pool, stream); });
 }
 
 STREAMPOOL_EXPORT int cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, CUmemoryPool pool, CUstream stream) {
   static const auto cudart = cudart_definition<MallocFromPoolAsync>("cudaMallocFromPoolAsync_ptsz");
-  CUdeviceptr address = 0;
-  if (ptr != nullptr && !streampool::driver::passthrough_requested() &&
-      cuMemAllocFromPoolAsync_ptsz(&address, size, pool, stream) == CUDA_SUCCESS) {
-    *ptr = reinterpret_cast<void*>(address);
-    return kCudaSuccess;
-  }
-  return fall_back(cudart, ptr, size, pool, stream);
+  return serve_allocation(
+      ptr, [&](CUdeviceptr* address) { return cuMemAllocFromPoolAsync_ptsz(address, size, pool, stream); },
+      [&] { return fall_back(cudart, ptr, size, pool, stream); });
 }
 
 STREAMPOOL_EXPORT int cudaFreeAsync(void* ptr, CUstream stream) {
   static const auto cudart = cudart_definition<FreeAsync>("cudaFreeAsync");
-  if (!streampool::driver::passthrough_requested() &&
-      cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream) == CUDA_SUCCESS) {
-    return kCudaSuccess;
-  }
-  return fall_back(cudart, ptr, stream);
+  return serve_free([&] { return cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream); },
+                    [&] { return fall_back(cudart, ptr, stream); });
 }
 
 STREAMPOOL_EXPORT int cudaFreeAsync_ptsz(void* ptr, CUstream stream) {
   static const auto cudart = cudart_definition<FreeAsync>("cudaFreeAsync_ptsz");
-  if (!streampool::driver::passthrough_requested() &&
-      cuMemFreeAsync_ptsz(reinterpret_cast<CUdeviceptr>(ptr), stream) == CUDA_SUCCESS) {
-    return kCudaSuccess;
-  }
-  return fall_back(cudart, ptr, stream);
+  return serve_free([&] { return cuMemFreeAsync_ptsz(reinterpret_cast<CUdeviceptr>(ptr), stream); },
+                    [&] { return fall_back(cudart, ptr, stream); });
 }
