@@ -23,7 +23,9 @@ struct Requirement {
 
 class Requirements {
  public:
-  static constexpr std::size_t kCapacity = 3;
+  // One pair at most: ranges merge only when their requirements are the same, so a range never
+  // waits on more than the stream that freed it.
+  static constexpr std::size_t kCapacity = 1;
 
   Requirements() = default;
   static Requirements of(std::uint32_t slot, std::uint64_t tick) {
@@ -48,26 +50,6 @@ class Requirements {
       }
       if (!found) return false;
     }
-    return true;
-  }
-
-  // The union with `other`; false, with nothing changed, if it would exceed the capacity.
-  bool absorb(const Requirements& other) noexcept {
-    Requirements merged = *this;
-    for (const Requirement& item : other) {
-      bool found = false;
-      for (std::size_t i = 0; i < merged.count_; ++i) {
-        if (merged.items_[i].slot == item.slot) {
-          if (item.tick > merged.items_[i].tick) merged.items_[i].tick = item.tick;
-          found = true;
-        }
-      }
-      if (!found) {
-        if (merged.count_ == kCapacity) return false;
-        merged.items_[merged.count_++] = item;
-      }
-    }
-    *this = merged;
     return true;
   }
 
