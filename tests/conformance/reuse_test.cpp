@@ -23,6 +23,18 @@ class Reuse : public ::testing::Test {
     return p;
   }
 
+  // Allocates 1 MiB on s1, hands it to s2 through an event and frees it on s2 behind a long
+  // kernel; returns the address.
+  CUdeviceptr allocate_on_s1_free_on_s2(CUmemoryPool pool) {
+    CUdeviceptr p = 0;
+    EXPECT_EQ(CUDA_SUCCESS, cuMemAllocFromPoolAsync(&p, kMiB, pool, s1_.get()));
+    EXPECT_EQ(CUDA_SUCCESS, cuEventRecord(event_.get(), s1_.get()));
+    EXPECT_EQ(CUDA_SUCCESS, cuStreamWaitEvent(s2_.get(), event_.get(), 0));
+    EXPECT_EQ(CUDA_SUCCESS, enqueue_long_kernel(s2_.get()));
+    EXPECT_EQ(CUDA_SUCCESS, cuMemFreeAsync(p, s2_.get()));
+    return p;
+  }
+
   OwnedStream s1_;
   OwnedStream s2_;
   OwnedEvent event_;
@@ -158,12 +170,7 @@ TEST_F(Reuse, FullPoolWithoutInternalDependenciesIsOutOfMemory) {
 TEST_F(Reuse, FreedBlockBelongsToTheFreeingStream) {
   // Allocated on s1, freed on s2 behind a long kernel: s2 reuses it at once.
   CONFORMANCE_KEEP_ALL_POOL(pool, 0);
-  CUdeviceptr p = 0;
-  CU_ASSERT_OK(cuMemAllocFromPoolAsync(&p, kMiB, pool.get(), s1_.get()));
-  CU_ASSERT_OK(cuEventRecord(event_.get(), s1_.get()));
-  CU_ASSERT_OK(cuStreamWaitEvent(s2_.get(), event_.get(), 0));
-  CU_ASSERT_OK(enqueue_long_kernel(s2_.get()));
-  CU_ASSERT_OK(cuMemFreeAsync(p, s2_.get()));
+  const CUdeviceptr p = allocate_on_s1_free_on_s2(pool.get());
   CUdeviceptr q = 0;
   CU_ASSERT_OK(cuMemAllocFromPoolAsync(&q, kMiB, pool.get(), s2_.get()));
   EXPECT_EQ(p, q);
@@ -173,12 +180,7 @@ TEST_F(Reuse, FreedBlockBelongsToTheFreeingStream) {
 TEST_F(Reuse, FreedBlockIsNotHandedBackToTheAllocatingStream) {
   // Allocated on s1, freed on s2 behind a long kernel: s1 does not get it back.
   CONFORMANCE_KEEP_ALL_POOL(pool, 0);
-  CUdeviceptr p = 0;
-  CU_ASSERT_OK(cuMemAllocFromPoolAsync(&p, kMiB, pool.get(), s1_.get()));
-  CU_ASSERT_OK(cuEventRecord(event_.get(), s1_.get()));
-  CU_ASSERT_OK(cuStreamWaitEvent(s2_.get(), event_.get(), 0));
-  CU_ASSERT_OK(enqueue_long_kernel(s2_.get()));
-  CU_ASSERT_OK(cuMemFreeAsync(p, s2_.get()));
+  const CUdeviceptr p = allocate_on_s1_free_on_s2(pool.get());
   CUdeviceptr q = 0;
   CU_ASSERT_OK(cuMemAllocFromPoolAsync(&q, kMiB, pool.get(), s1_.get()));
   EXPECT_NE(p, q);
