@@ -28,12 +28,6 @@ AddressSpace::~AddressSpace() {
   }
 }
 
-bool AddressSpace::contains(std::uintptr_t address) const {
-  return std::any_of(regions_.begin(), regions_.end(), [&](const Region& region) {
-    return address >= region.base && address < region.base + region.bytes;
-  });
-}
-
 AddressSpace::Region* AddressSpace::region_of(std::uintptr_t address) {
   for (Region& region : regions_) {
     if (address >= region.base && address < region.base + region.bytes) return &region;

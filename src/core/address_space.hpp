@@ -59,7 +59,6 @@ class AddressSpace {
   std::size_t granule_bytes() const noexcept { return granule_bytes_; }
   FreeIndex& free_index() noexcept { return free_; }
   const FreeIndex& free_index() const noexcept { return free_; }
-  bool contains(std::uintptr_t address) const;
   bool chunked_backing() const noexcept { return chunked(); }
 
   struct Region {
@@ -72,7 +71,6 @@ class AddressSpace {
     std::vector<std::uint32_t> unit_first;
     std::vector<std::uint32_t> unit_granules;
   };
-  const std::vector<Region>& regions() const noexcept { return regions_; }
 
  private:
   struct GrowthPlan {

@@ -154,11 +154,6 @@ void HappensBefore::commit_host_completion(const Clock& completed) {
   completion_version_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-std::uint64_t HappensBefore::host_completed(std::uint32_t slot) const {
-  std::lock_guard guard(mutex_);
-  return at(host_completed_, slot);
-}
-
 StreamState* HappensBefore::by_slot(std::uint32_t slot) const {
   std::lock_guard guard(mutex_);
   return slot < all_.size() ? all_[slot].get() : nullptr;

@@ -83,7 +83,6 @@ class HappensBefore {
   // Makes `waiter` wait for `freer`'s frees up to `needed_tick` (an inserted dependency).
   bool insert_dependency(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick);
 
-  std::uint64_t host_completed(std::uint32_t slot) const;
   // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
   std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }
   // The stream that owns a slot (live or destroyed).
