@@ -216,28 +216,60 @@ Status Engine::get_access(const Pool* pool, int location_type, int location_id, 
   return Status::success;
 }
 
-void Engine::event_recorded(EventKey event, StreamKey stream) { state_->order.event_recorded(event, stream); }
+std::unique_lock<std::mutex> Engine::lock_event(EventKey event) { return state_->order.lock_event(event); }
 
-void Engine::stream_waited(StreamKey waiter, EventKey event) { state_->order.stream_waited(waiter, event); }
+std::vector<std::uint64_t> Engine::record_position(StreamKey stream) { return state_->order.record_position(stream); }
+
+void Engine::event_recorded_at(EventKey event, std::vector<std::uint64_t> position) {
+  state_->order.event_recorded(event, std::move(position));
+}
+
+void Engine::waited_on(StreamKey waiter, EventKey event) { state_->order.stream_waited(waiter, event); }
+
+void Engine::mark_untracked(EventKey event) { state_->order.event_untracked(event); }
+
+void Engine::event_untracked(EventKey event) {
+  std::unique_lock<std::mutex> lock = lock_event(event);
+  mark_untracked(event);
+}
+
+void Engine::event_created(EventKey event) {
+  std::unique_lock<std::mutex> lock = lock_event(event);
+  state_->order.event_forgotten(event);
+}
+
+void Engine::event_destroyed(EventKey event) {
+  std::unique_lock<std::mutex> lock = lock_event(event);
+  state_->order.event_forgotten(event);
+}
 
 SyncTicket Engine::ticket_for_stream(StreamKey stream, bool releases) {
-  return SyncTicket{state_->order.ticket_for_stream(stream), releases};
+  return SyncTicket{state_->order.ticket_for_stream(stream), releases, std::nullopt, 0};
 }
 
 SyncTicket Engine::ticket_for_event(EventKey event, bool releases) {
-  return SyncTicket{state_->order.ticket_for_event(event), releases};
+  std::unique_lock<std::mutex> lock = lock_event(event);
+  EventSnapshot snapshot = state_->order.snapshot_event(event);
+  return SyncTicket{std::move(snapshot.clock), releases, event, snapshot.sequence};
 }
 
 SyncTicket Engine::ticket_for_all(bool releases) {
-  return SyncTicket{state_->order.ticket_for_group(std::nullopt), releases};
+  return SyncTicket{state_->order.ticket_for_group(std::nullopt), releases, std::nullopt, 0};
 }
 
 SyncTicket Engine::ticket_for_group(std::uintptr_t group, bool releases) {
-  return SyncTicket{state_->order.ticket_for_group(group), releases};
+  return SyncTicket{state_->order.ticket_for_group(group), releases, std::nullopt, 0};
 }
 
 void Engine::commit(const SyncTicket& ticket) {
-  state_->order.commit_host_completion(ticket.clock);
+  if (ticket.event) {
+    std::unique_lock<std::mutex> lock = lock_event(*ticket.event);
+    if (state_->order.same_record(*ticket.event, ticket.event_sequence)) {
+      state_->order.commit_host_completion(ticket.clock);
+    }
+  } else {
+    state_->order.commit_host_completion(ticket.clock);
+  }
   if (!ticket.releases) return;
   std::vector<Pool*> pools;  // destroyed pools too: what their last frees left goes back now
   {
@@ -249,6 +281,8 @@ void Engine::commit(const SyncTicket& ticket) {
 
 void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }
 
-void Engine::event_destroyed(EventKey event) { state_->order.event_destroyed(event); }
+void Engine::set_strict_reuse(bool strict) noexcept { state_->order.set_strict_reuse(strict); }
+
+void Engine::stream_ended(StreamKey stream) { state_->order.stream_ended(stream); }
 
 }  // namespace streampool::core

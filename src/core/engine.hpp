@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -41,6 +43,11 @@ struct BlockInfo {
 struct SyncTicket {
   std::vector<std::uint64_t> clock;  // per stream slot: ticks known complete once committed
   bool releases = false;             // a synchronize (not a query): apply release thresholds
+  // For an event's query or synchronize: the event and its record count when the ticket was
+  // taken. The clock counts only if no record came in between (the driver may have answered
+  // about the newer record).
+  std::optional<EventKey> event;
+  std::uint64_t event_sequence = 0;
 };
 
 class Engine {
@@ -78,11 +85,52 @@ class Engine {
   // The flags granted to a location (owner's own location: read-write).
   Status get_access(const Pool* pool, int location_type, int location_id, int* flags) const;
 
+  // Defence in depth (see HappensBefore::set_strict_reuse); off by default.
+  void set_strict_reuse(bool strict) noexcept;
+
   // --- ordering the program makes ------------------------------------------------------
-  // Call before the real cuEventRecord: the event then covers every free made so far.
-  void event_recorded(EventKey event, StreamKey stream);
-  // Call after the real cuStreamWaitEvent succeeded.
-  void stream_waited(StreamKey waiter, EventKey event);
+  // An event record: `real_record` makes the real call and says whether it succeeded. The
+  // event's tracking changes only then, and under the event's lock, so that it always
+  // describes the record the driver used (see happens_before.hpp). Returns that answer.
+  template <class RealRecord>
+  bool record_event(EventKey event, StreamKey stream, RealRecord&& real_record) {
+    std::unique_lock<std::mutex> lock = lock_event(event);
+    std::vector<std::uint64_t> position = record_position(stream);  // covers frees made before the call
+    if (!real_record()) return false;
+    event_recorded_at(event, std::move(position));
+    return true;
+  }
+  // A stream wait: the same, the waiter's clock absorbing the event's after success.
+  template <class RealWait>
+  bool wait_event(StreamKey waiter, EventKey event, RealWait&& real_wait) {
+    std::unique_lock<std::mutex> lock = lock_event(event);
+    if (!real_wait()) return false;
+    waited_on(waiter, event);
+    return true;
+  }
+  // A record streampool cannot place in a stream's order (into a capture, on a stream it cannot
+  // name): if it succeeds, the event proves nothing from then on.
+  template <class RealRecord>
+  bool record_untracked(EventKey event, RealRecord&& real_record) {
+    std::unique_lock<std::mutex> lock = lock_event(event);
+    if (!real_record()) return false;
+    mark_untracked(event);
+    return true;
+  }
+  // A record or wait that already happened (tests, and callers with nothing to race).
+  void event_recorded(EventKey event, StreamKey stream) {
+    record_event(event, stream, [] { return true; });
+  }
+  void stream_waited(StreamKey waiter, EventKey event) {
+    wait_event(waiter, event, [] { return true; });
+  }
+  // The event may be recorded where streampool does not see it (a graph node, a launch
+  // attribute, a record inside a capture, another process): it proves nothing until destroyed.
+  void event_untracked(EventKey event);
+  // The handle now names a new event, or none: whatever it meant is forgotten.
+  void event_created(EventKey event);
+  void event_destroyed(EventKey event);
+
   SyncTicket ticket_for_stream(StreamKey stream, bool releases);
   SyncTicket ticket_for_event(EventKey event, bool releases);
   SyncTicket ticket_for_all(bool releases);  // every stream
@@ -91,9 +139,18 @@ class Engine {
   void commit(const SyncTicket& ticket);
   // The stream is about to be destroyed: its pending frees get a marker; its key may be reused.
   void stream_destroyed(StreamKey stream);
-  void event_destroyed(EventKey event);
+  // The stream no longer exists and no marker can be recorded on it: its context ended, or a
+  // new stream was just created under its key (the old one ended unseen). Its pending frees
+  // wait for a host synchronisation of its group.
+  void stream_ended(StreamKey stream);
 
  private:
+  std::unique_lock<std::mutex> lock_event(EventKey event);
+  std::vector<std::uint64_t> record_position(StreamKey stream);
+  void event_recorded_at(EventKey event, std::vector<std::uint64_t> position);
+  void waited_on(StreamKey waiter, EventKey event);
+  void mark_untracked(EventKey event);
+
   std::unique_ptr<EngineState> state_;
 };
 

@@ -61,11 +61,12 @@ Clock HappensBefore::position_locked(StreamState* stream) {
   return clock;
 }
 
-// What work `stream` queues from now on is ordered after, including the implicit synchronisation of the
-// legacy default stream with the blocking streams of its group (one level: transitive order
-// through the legacy stream is only known where its own clock records it).
-Clock HappensBefore::effective_clock_locked(StreamState* stream) {
-  Clock clock = stream->clock;
+// What work `stream` queues from now on is ordered after through the implicit synchronisation
+// of the legacy default stream with the blocking streams of its group alone (one level:
+// transitive order through the legacy stream is only known where its own clock records it).
+// Nothing in the stream waits for it yet: Pool turns what it relies on into a real wait.
+Clock HappensBefore::implied_clock_locked(StreamState* stream) {
+  Clock clock;
   if (stream->kind == StreamKind::blocking) {
     auto it = legacy_by_group_.find(stream->group);
     if (it != legacy_by_group_.end() && !it->second->dead) {
@@ -84,41 +85,80 @@ Clock HappensBefore::effective_clock_locked(StreamState* stream) {
   return clock;
 }
 
-void HappensBefore::event_recorded(EventKey event, StreamKey key) {
+std::unique_lock<std::mutex> HappensBefore::lock_event(EventKey event) {
+  // Event handles are pointers: drop the low bits, which are the same for every handle.
+  return std::unique_lock<std::mutex>(event_locks_[(event >> 4) % kEventLocks]);
+}
+
+Clock HappensBefore::record_position(StreamKey key) {
   std::lock_guard guard(mutex_);
-  StreamState* stream = stream_locked(key);
-  // Into the event's existing clock: re-recording an event allocates nothing.
-  Clock& clock = events_[event];
-  clock.assign(stream->clock.begin(), stream->clock.end());
-  raise(clock, stream->slot, cut(stream));
+  return position_locked(stream_locked(key));
+}
+
+void HappensBefore::event_recorded(EventKey event, Clock position) {
+  std::lock_guard guard(mutex_);
+  EventState& state = events_[event];
+  ++state.sequence;
+  if (!state.untracked) state.clock = std::move(position);
 }
 
 void HappensBefore::stream_waited(StreamKey waiter, EventKey event) {
   std::lock_guard guard(mutex_);
   auto it = events_.find(event);
-  if (it == events_.end()) return;  // never recorded: CUDA makes the wait a no-op
-  merge_into(stream_locked(waiter)->clock, it->second);
+  if (it == events_.end() || it->second.untracked) return;  // never recorded: CUDA makes the wait a no-op
+  merge_into(stream_locked(waiter)->clock, it->second.clock);
 }
 
-void HappensBefore::event_destroyed(EventKey event) {
+void HappensBefore::event_untracked(EventKey event) {
+  std::lock_guard guard(mutex_);
+  EventState& state = events_[event];
+  ++state.sequence;
+  state.untracked = true;
+  state.clock.clear();
+}
+
+void HappensBefore::event_forgotten(EventKey event) {
   std::lock_guard guard(mutex_);
   events_.erase(event);
+}
+
+EventSnapshot HappensBefore::snapshot_event(EventKey event) {
+  std::lock_guard guard(mutex_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return {};
+  return EventSnapshot{it->second.clock, it->second.sequence};
+}
+
+bool HappensBefore::same_record(EventKey event, std::uint64_t sequence) {
+  std::lock_guard guard(mutex_);
+  auto it = events_.find(event);
+  return it != events_.end() && !it->second.untracked && it->second.sequence == sequence;
 }
 
 void HappensBefore::stream_destroyed(StreamKey key) {
   std::lock_guard guard(mutex_);
   auto it = live_.find(key);
   if (it == live_.end()) return;
-  StreamState* stream = it->second;
+  end_stream_locked(it->second, /*record_marker=*/true);
+}
+
+void HappensBefore::stream_ended(StreamKey key) {
+  std::lock_guard guard(mutex_);
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  end_stream_locked(it->second, /*record_marker=*/false);  // the old stream is gone already
+}
+
+void HappensBefore::end_stream_locked(StreamState* stream, bool record_marker) {
   // The stream's pending frees can only become known-complete through a marker recorded now.
   poll_marker_locked(stream);
   if (stream->marker) {
     ordering_.recycle(stream->marker->marker);
     stream->marker.reset();
   }
-  record_marker_locked(stream);
+  if (record_marker) record_marker_locked(stream);
   stream->dead = true;
-  live_.erase(it);
+  live_.erase(stream->key);
   if (auto legacy = legacy_by_group_.find(stream->group);
       legacy != legacy_by_group_.end() && legacy->second == stream) {
     legacy_by_group_.erase(legacy);
@@ -129,12 +169,6 @@ void HappensBefore::stream_destroyed(StreamKey key) {
 Clock HappensBefore::ticket_for_stream(StreamKey key) {
   std::lock_guard guard(mutex_);
   return position_locked(stream_locked(key));
-}
-
-Clock HappensBefore::ticket_for_event(EventKey event) {
-  std::lock_guard guard(mutex_);
-  auto it = events_.find(event);
-  return it == events_.end() ? Clock{} : it->second;
 }
 
 Clock HappensBefore::ticket_for_group(std::optional<std::uintptr_t> group) {
@@ -166,15 +200,20 @@ Clock HappensBefore::completed(bool opportunistic) const {
   return clock;
 }
 
-Clock HappensBefore::reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic) {
+ReuseBounds HappensBefore::reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic) {
   std::lock_guard guard(mutex_);
   // Outstanding markers answer now; a destroyed stream's always counts (see poll_marker_locked).
   for (auto& other : all_) {
     if (other->marker && (opportunistic || other->dead)) poll_marker_locked(other.get());
   }
-  Clock bounds = host_completed_;
-  if (opportunistic) merge_into(bounds, gpu_completed_);
-  if (follow_events) merge_into(bounds, effective_clock_locked(stream));
+  ReuseBounds bounds;
+  bounds.proven = host_completed_;
+  if (opportunistic) merge_into(bounds.proven, gpu_completed_);
+  if (follow_events) {
+    bounds.implied = implied_clock_locked(stream);
+    // Strict reuse: an order the program's own waits made still gets a wait of streampool's.
+    merge_into(strict_reuse_.load(std::memory_order_relaxed) ? bounds.implied : bounds.proven, stream->clock);
+  }
   return bounds;
 }
 

@@ -11,6 +11,15 @@
 //                         group: work queued from now on is ordered after the partner's
 //                         frees so far (used for reuse, never for what is already queued);
 //   host synchronisation  everything the synchronised stream or event had seen is complete.
+// An event's tracking always describes the record the driver actually used: a record changes it
+// only after the real call succeeded, and record, wait, query and synchronize of one event are
+// ordered against each other by the event's lock (held across the real record and wait; a
+// query or synchronize, which may block, checks afterwards that no record came in between).
+// An event that something streampool does not see may record (a graph node, a launch
+// attribute, a capture, another process) proves nothing until it is destroyed.
+// An allocation may rely on the legacy stream's implicit synchronisation only by turning it into
+// a real wait on a marker (Pool inserts it), so that a host synchronisation of the allocating
+// stream proves the reused memory free, as on NVIDIA's driver.
 // Completion is kept apart from ordering: host_completed (the program observed it: any stream
 // may reuse those frees, whatever the pool's flags) and gpu_completed (streampool's own markers
 // observed it: reuse only where the pool allows opportunistic reuse).
@@ -19,6 +28,7 @@
 // synchronisation calls, which cost hundreds of nanoseconds in the driver anyway.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -53,6 +63,18 @@ struct alignas(64) StreamState {  // the tick is read by every free on the strea
   std::optional<PendingMarker> marker;
 };
 
+// What an event's tracking looked like when a query or synchronize of it began.
+struct EventSnapshot {
+  Clock clock;             // empty: the event proves nothing
+  std::uint64_t sequence = 0;  // the event's record count then
+};
+
+// What a stream may reuse now, per slot of the freeing stream (own slot: unbounded).
+struct ReuseBounds {
+  Clock proven;   // frees known complete, or ordered before the stream by real waits in it
+  Clock implied;  // frees before the stream only through the legacy stream's implicit order
+};
+
 class HappensBefore {
  public:
   explicit HappensBefore(Ordering& ordering);
@@ -64,19 +86,37 @@ class HappensBefore {
     return stream->tick.load(std::memory_order_acquire);
   }
 
-  void event_recorded(EventKey event, StreamKey stream);
+  // --- events: the caller holds lock_event(event) across the real call and these steps ----
+  std::unique_lock<std::mutex> lock_event(EventKey event);
+  // Before the real record: the position the record will cover (the stream's frees so far).
+  Clock record_position(StreamKey stream);
+  // After the real record succeeded.
+  void event_recorded(EventKey event, Clock position);
+  // After the real wait succeeded.
   void stream_waited(StreamKey waiter, EventKey event);
-  void event_destroyed(EventKey event);
+  // The event may be recorded where streampool does not see it: it proves nothing from now on.
+  void event_untracked(EventKey event);
+  // The handle names a new event (created) or none (destroyed): forget what it meant.
+  void event_forgotten(EventKey event);
+  EventSnapshot snapshot_event(EventKey event);
+  // Whether a query or synchronize that began at `snapshot` is still about the same record.
+  bool same_record(EventKey event, std::uint64_t sequence);
+
+  // --- streams --------------------------------------------------------------------------
   // The stream is about to be destroyed: mark its frees with a marker, forget its key.
   void stream_destroyed(StreamKey key);
+  // The stream is gone already (its context ended, or a new stream was just created under its
+  // key): no marker; its frees keep waiting for a host synchronisation of its group.
+  void stream_ended(StreamKey key);
 
   Clock ticket_for_stream(StreamKey key);
-  Clock ticket_for_event(EventKey event);
   Clock ticket_for_group(std::optional<std::uintptr_t> group);  // nullopt: every stream
   void commit_host_completion(const Clock& completed);
 
-  // The highest free tick of each slot that `stream` may reuse now. Own slot: unbounded.
-  Clock reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic);
+  ReuseBounds reuse_bounds(StreamState* stream, bool follow_events, bool opportunistic);
+  // Defence in depth: every reuse of another stream's free that no completion proves carries a
+  // real wait on a marker covering it, even where the program's own waits order it.
+  void set_strict_reuse(bool strict) noexcept { strict_reuse_.store(strict, std::memory_order_relaxed); }
   // Polls `stream`'s marker and, when its frees up to `needed_tick` are not covered by one,
   // records a new one (opportunistic reuse: the answer comes on a later call).
   void refresh_marker(StreamState* stream, std::uint64_t needed_tick);
@@ -91,10 +131,18 @@ class HappensBefore {
   Clock completed(bool opportunistic) const;
 
  private:
+  struct EventState {
+    Clock clock;
+    std::uint64_t sequence = 0;  // real records seen (and untracked ones), for snapshots
+    bool untracked = false;      // recorded where streampool cannot see: proves nothing
+  };
+  static constexpr std::size_t kEventLocks = 64;
+
   StreamState* stream_locked(StreamKey key);
+  void end_stream_locked(StreamState* stream, bool record_marker);
   std::uint64_t cut(StreamState* stream);
   Clock position_locked(StreamState* stream);
-  Clock effective_clock_locked(StreamState* stream);
+  Clock implied_clock_locked(StreamState* stream);
   void poll_marker_locked(StreamState* stream);
   bool record_marker_locked(StreamState* stream);
   static void raise(Clock& clock, std::uint32_t slot, std::uint64_t tick);
@@ -104,11 +152,13 @@ class HappensBefore {
   mutable std::mutex mutex_;
   std::unordered_map<StreamKey, StreamState*> live_;
   std::vector<std::unique_ptr<StreamState>> all_;  // by slot; dead ones stay (their frees may wait)
-  std::unordered_map<EventKey, Clock> events_;
+  std::unordered_map<EventKey, EventState> events_;
+  std::array<std::mutex, kEventLocks> event_locks_;  // taken before mutex_, never after
   std::unordered_map<std::uintptr_t, StreamState*> legacy_by_group_;
   Clock host_completed_;
   Clock gpu_completed_;
   std::atomic<std::uint64_t> completion_version_{0};
+  std::atomic<bool> strict_reuse_{false};
 };
 
 // Bumped whenever a stream key may come to mean another stream (or an engine goes away):

@@ -142,13 +142,19 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   const std::uint32_t own_slot = requester.stream->slot;
   // What the requester knows of other streams is asked for only when a range needs it: a
   // stream that reuses its own frees never takes the tracker's lock.
-  std::optional<Clock> bounds;
-  const auto known = [&](std::uint32_t slot) -> std::uint64_t {
+  std::optional<ReuseBounds> bounds;
+  const auto known = [&](std::uint32_t slot, bool with_implied) -> std::uint64_t {
     if (slot == own_slot) return UINT64_MAX;
     if (!bounds) bounds = order_.reuse_bounds(requester.stream, follow, opportunistic);
-    return at(*bounds, slot);
+    const std::uint64_t proven = at(bounds->proven, slot);
+    return with_implied ? std::max(proven, at(bounds->implied, slot)) : proven;
   };
-  const auto usable = [&](const Requirements& requirements) { return requirements.met_by(known); };
+  const auto proven = [&](const Requirements& requirements) {
+    return requirements.met_by([&](std::uint32_t slot) { return known(slot, false); });
+  };
+  const auto reachable = [&](const Requirements& requirements) {
+    return requirements.met_by([&](std::uint32_t slot) { return known(slot, true); });
+  };
   FreeIndex& index = space_.free_index();
 
   // Every cache into the index first: best fit then sees all free memory, and a stream's
@@ -156,14 +162,18 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   // Frees that became known complete since the last look lose their requirements and coalesce.
   flush_caches_locked();
   if (order_.completion_version() != settled_version_) settle_locked();
-  if (const auto fit = index.best_run(placed, usable)) {
+  std::optional<FreeRange> fit = index.best_run(placed, reachable);
+  if (fit && !order_implied_locked(requester, fit->address, placed, proven)) {
+    fit = index.best_run(placed, proven);  // the implied order could not be made real
+  }
+  if (fit) {
     index.take_span(fit->address, placed);
     *address = fit->address;
     refill_cache_locked(requester, placed);
     return Status::success;
   }
 
-  const Status status = space_.grow_and_take(placed, access_, usable, address);
+  const Status status = space_.grow_and_take(placed, access_, proven, address);
   if (ok(status)) {
     note_reserved_locked();
     if (opportunistic) {
@@ -175,6 +185,30 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
     }
   }
   return status;
+}
+
+// The ranges from `address` that cover `placed` bytes may be reused by the requester, some only
+// through an order nothing in its stream enforces yet (the legacy stream's implicit
+// synchronisation; with strict reuse, any order short of known completion). Each such free
+// becomes a real wait of the requester on a marker of the freeing stream, so that the stream's
+// own completion (a query, a synchronize, an event) proves the memory free. False if a wait
+// could not be made (the freeing stream cannot take a marker): the range is not usable then.
+bool Pool::order_implied_locked(PoolStream& requester, std::uintptr_t address, std::size_t placed,
+                                const std::function<bool(const Requirements&)>& proven) {
+  const FreeIndex& index = space_.free_index();
+  for (std::uintptr_t cursor = address; cursor < address + placed;) {
+    const std::optional<FreeRange> range = index.range_at(cursor);
+    if (!range) return false;
+    if (!proven(range->requirements)) {
+      for (const Requirement& requirement : range->requirements) {
+        if (requirement.slot == requester.stream->slot) continue;
+        StreamState* freer = order_.by_slot(requirement.slot);
+        if (freer == nullptr || !order_.insert_dependency(requester.stream, freer, requirement.tick)) return false;
+      }
+    }
+    cursor = range->address + range->bytes;
+  }
+  return true;
 }
 
 Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address) {

@@ -6,9 +6,9 @@
 // sit in its cache (pool_stream.hpp). Allocation takes, in order:
 //   1. an exact fit from the stream's own cache (fast path, in Engine, no pool lock);
 //   2. the best fit among its own cache and the index ranges it may use: its own frees, frees
-//      it is ordered after (FOLLOW_EVENT_DEPENDENCIES, the legacy stream's implicit
-//      synchronisation), frees the host saw complete, and frees streampool's own markers saw
-//      complete (ALLOW_OPPORTUNISTIC);
+//      it is ordered after (FOLLOW_EVENT_DEPENDENCIES; through the legacy stream's implicit
+//      synchronisation only with a real wait inserted), frees the host saw complete, and frees
+//      streampool's own markers saw complete (ALLOW_OPPORTUNISTIC);
 //   3. the same after every cache is flushed and completed frees are coalesced;
 //   4. growth (map granules after a usable free tail, up to max size);
 //   5. only when growth fails: inserted waits on other streams' markers
@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -70,6 +71,8 @@ class Pool {
 
  private:
   Status reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address, bool follow);
+  bool order_implied_locked(PoolStream& requester, std::uintptr_t address, std::size_t placed,
+                            const std::function<bool(const Requirements&)>& proven);
   void flush_caches_locked();
   void refill_cache_locked(PoolStream& requester, std::size_t placed);
   static Requirements requirements_of(const PoolStream& owner, const CachedFree& freed);

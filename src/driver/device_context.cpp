@@ -69,6 +69,10 @@ CUresult primary_context(CUdevice device, CUcontext* context) noexcept {
   return CUDA_SUCCESS;
 }
 
+void forget_primary_context(CUdevice device) noexcept {
+  if (device >= 0 && device < kMaxCachedDevices) retained_primary[device].store(nullptr, std::memory_order_release);
+}
+
 ScopedContext::ScopedContext(CUcontext context) noexcept {
   const DriverTable& table = real();
   if (table.cuCtxGetCurrent == nullptr || table.cuCtxPushCurrent_v2 == nullptr ||

@@ -23,6 +23,9 @@ CUresult device_of_context(CUcontext context, CUdevice* device) noexcept;
 // The primary context of a device, retained once by streampool and never released (so that VMM
 // calls for a device always have a context to run in).
 CUresult primary_context(CUdevice device, CUcontext* context) noexcept;
+// The device's primary context was destroyed (reset, or released to zero): forget the cached
+// handle, so that the next use retains the new one.
+void forget_primary_context(CUdevice device) noexcept;
 
 // Makes `context` current until destroyed (if it is not current already).
 class ScopedContext {

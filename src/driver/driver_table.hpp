@@ -27,6 +27,7 @@
   X(cuEventSynchronize) X(cuEventQuery) X(cuCtxSynchronize) X(cuCtxSynchronize_v2)              \
   X(cuStreamDestroy) X(cuStreamDestroy_v2) X(cuEventDestroy) X(cuEventDestroy_v2)               \
   X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxReset_v2)                                              \
+  X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuGreenCtxStreamCreate) X(cuCtxDestroy) X(cuDevicePrimaryCtxReset) X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxRelease_v2) X(cuGraphAddEventRecordNode) X(cuGraphEventRecordNodeSetEvent) X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphAddNode) X(cuGraphAddNode_v2) X(cuGraphNodeSetParams) X(cuGraphExecNodeSetParams) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuCtxRecordEvent) X(cuGreenCtxRecordEvent) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) \
   /* the hooked pointer calls */                                                                \
   X(cuMemFree_v2) X(cuPointerGetAttribute) X(cuPointerGetAttributes)                            \
   X(cuMemGetAddressRange_v2) X(cuDeviceGetAttribute)                                            \
@@ -35,7 +36,7 @@
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)          \
   /* what streampool itself needs */                                                            \
-  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceTotalMem_v2) X(cuCtxGetCurrent)                  \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceTotalMem_v2) X(cuCtxGetCurrent) X(cuDevicePrimaryCtxGetState)                  \
   X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuDevicePrimaryCtxRetain)    \
   X(cuStreamGetCtx) X(cuStreamGetFlags) X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)      \
   X(cuEventCreate) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)    \

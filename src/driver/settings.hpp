@@ -19,4 +19,9 @@ inline bool passthrough_requested() noexcept {
   return state == 1 || detail::read_passthrough_setting();
 }
 
+// STREAMPOOL_STRICT_REUSE=1: every reuse of another stream's free that no observed completion
+// proves carries a wait of streampool's own on a marker of the freeing stream (defence in depth,
+// see docs/DESIGN.md). Read once, when the engine is created.
+bool strict_reuse_requested() noexcept;
+
 }  // namespace streampool::driver

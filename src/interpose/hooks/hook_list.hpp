@@ -16,7 +16,7 @@
   X(cuStreamSynchronize_ptsz) X(cuStreamQuery) X(cuStreamQuery_ptsz) X(cuEventSynchronize)        \
   X(cuEventQuery) X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuStreamDestroy)                   \
   X(cuStreamDestroy_v2) X(cuEventDestroy) X(cuEventDestroy_v2) X(cuCtxDestroy_v2)                 \
-  X(cuDevicePrimaryCtxReset_v2) X(cuMemFree_v2) X(cuPointerGetAttribute)                          \
+  X(cuDevicePrimaryCtxReset_v2) X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuGreenCtxStreamCreate) X(cuEventCreate) X(cuCtxDestroy) X(cuDevicePrimaryCtxReset) X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxRelease_v2) X(cuGraphAddEventRecordNode) X(cuGraphEventRecordNodeSetEvent) X(cuGraphExecEventRecordNodeSetEvent) X(cuGraphAddNode) X(cuGraphAddNode_v2) X(cuGraphNodeSetParams) X(cuGraphExecNodeSetParams) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuCtxRecordEvent) X(cuGreenCtxRecordEvent) X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle) X(cuMemFree_v2) X(cuPointerGetAttribute)                          \
   X(cuPointerGetAttributes) X(cuMemGetAddressRange_v2) X(cuDeviceGetAttribute)                    \
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)                 \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                  \

@@ -13,6 +13,7 @@
 #include "call_counters.hpp"
 #include "process_state.hpp"
 #include "driver/stream_registry.hpp"
+#include "tracking.hpp"
 
 namespace streampool::interpose {
 
@@ -58,7 +59,8 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
       return CUDA_ERROR_INVALID_VALUE;  // an interior pointer, or one already freed
     }
     // cuMemFree synchronises: once it returned, every use of the block has finished.
-    core::SyncTicket ticket = engine().ticket_for_all(true);
+    // Only the current context is synchronised: the ticket covers its streams alone.
+    core::SyncTicket ticket = ticket_for_context(current_context(), true);
     CUresult result = forward(table.cuCtxSynchronize);
     if (result == CUDA_ERROR_DEINITIALIZED) return CUDA_SUCCESS;  // at exit, after the driver's teardown
     if (result != CUDA_SUCCESS) return result;

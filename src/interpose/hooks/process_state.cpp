@@ -73,6 +73,7 @@ ProcessState& create_process_state() noexcept {
     return *expected;
   }
   driver::set_per_thread_exit_handler(&per_thread_stream_ended);
+  fresh->engine.set_strict_reuse(driver::strict_reuse_requested());
   return *fresh;
 }
 

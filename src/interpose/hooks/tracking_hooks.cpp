@@ -1,90 +1,64 @@
-// Ordering the program makes, fed to the engine's happens-before tracking:
-//   cuEventRecord(WithFlags)   Engine::event_recorded before the real call (the event then covers
-//                              every free made so far on that stream);
-//   cuStreamWaitEvent          Engine::stream_waited after the real call succeeded;
+// Ordering the program makes, fed to the engine's happens-before tracking. The rule every hook
+// here keeps: the tracking changes only after the real call succeeded, and for one event in the
+// order the driver saw the calls (see core/happens_before.hpp):
+//   cuEventRecord(WithFlags)   Engine::record_event: the event's lock held across the real call;
+//                              the event covers the stream's frees made before the call. A record
+//                              on a capturing stream, or on a stream streampool cannot name, makes
+//                              the event untracked (it may be replayed by a graph);
+//   cuStreamWaitEvent          Engine::wait_event: under the event's lock, merged after success
+//                              (not when the waiter is capturing: the wait orders graph nodes);
 //   stream / event / context synchronize: a ticket before, committed after success (releases:
 //                              release thresholds apply); stream / event query: the same, committed
-//                              only when the query returned CUDA_SUCCESS, without releasing;
-//   cuStreamDestroy, cuEventDestroy: the engine forgets the key before the handle can be reused.
-// Nothing is reported for a capturing stream: a record or wait in a capture orders graph nodes,
-// not the stream's real work.
-//
-// Contexts: cuCtxDestroy and cuDevicePrimaryCtxReset end every stream of the context. Streampool
-// takes a ticket for each of them first and commits it once the driver destroyed the context
-// (destruction waits for the context's work), marks its markers complete, and then reports the
-// streams destroyed. Pools are per device, not per context, and stay valid (their VMM memory is
-// not owned by any context); after a primary context reset each pool of that device is trimmed
-// to what its live allocations need. Chunk-backed device pools (devices without VMM) lose their
-// cuMemAlloc chunks with the context: not handled yet.
-#include <vector>
-
+//                              only when the query returned CUDA_SUCCESS, without releasing. An
+//                              event's ticket counts only if no record of it came in between. A
+//                              context's ticket covers the streams of that context only.
+// Lifetimes (creation, destruction, contexts ending) are in lifetime_hooks.cpp; records the
+// hooks here do not see are in untracked_record_hooks.cpp.
 #include "call_counters.hpp"
 #include "driver/capture_tracker.hpp"
-#include "driver/device_context.hpp"
 #include "process_state.hpp"
 #include "route_cache.hpp"
-#include "driver/stream_registry.hpp"
+#include "tracking.hpp"
 
 namespace streampool::interpose {
 
 namespace {
-
-core::EventKey event_key(CUevent event) noexcept { return reinterpret_cast<core::EventKey>(event); }
 
 bool capturing(CUstream stream, bool per_thread) noexcept {
   bool active = false;
   return driver::stream_capturing(stream, per_thread, &active) != CUDA_SUCCESS || active;
 }
 
-// The ticket covering what a synchronize of `context` waits for. With one context seen, that is
-// everything the engine tracks; with several, the streams of that context: the Ordering's stream
-// group of a stream is its context, so one ticket for the group.
-core::SyncTicket ticket_for_context(CUcontext context, bool releases) {
-  if (driver::contexts_seen() <= 1) return engine().ticket_for_all(releases);
-  return engine().ticket_for_group(reinterpret_cast<std::uintptr_t>(context), releases);
-}
-
-void commit_all(const std::vector<core::SyncTicket>& tickets) {
-  for (const core::SyncTicket& ticket : tickets) engine().commit(ticket);
-}
-
-CUcontext current_context() noexcept {
-  CUcontext context = nullptr;
-  if (forward(driver::real().cuCtxGetCurrent, &context) != CUDA_SUCCESS) return nullptr;
-  return context;
-}
-
-// The host synchronisations and queries: a ticket taken before the real call (it snapshots what
-// the call will have waited for), committed only when the call returned CUDA_SUCCESS. When the
-// engine cannot take the ticket (it threw), the call still happens, untracked.
-template <class TakeTicket, class RealCall>
-CUresult call_under_ticket(TakeTicket take_ticket, RealCall real_call) noexcept {
-  try {
-    core::SyncTicket ticket = take_ticket();
-    CUresult result = real_call();
-    if (result == CUDA_SUCCESS) engine().commit(ticket);
-    return result;
-  } catch (...) {
-    return real_call();
-  }
-}
-
 template <class RealCall>
 CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread, RealCall real_call) noexcept {
   count_call(hook);
   HookScope scope;
-  if (bypass(scope)) return real_call();
+  if (bypass(scope) || event == nullptr) return real_call();
+  RouteEntry* route = nullptr;
+  const CUresult resolved = find_route(stream, per_thread, &route);
+  if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;  // the driver would crash on it
+  // A record streampool cannot place in a stream's order (no route, or into a capture) still
+  // happens, and leaves the event proving nothing.
+  const bool tracked = resolved == CUDA_SUCCESS && !capturing(stream, per_thread);
+  const core::StreamKey key = tracked ? route->key : 0;
+  CUresult result = CUDA_SUCCESS;
+  bool called = false;
+  const auto real_record = [&] {
+    result = real_call();
+    called = true;
+    return result == CUDA_SUCCESS;
+  };
   try {
-    RouteEntry* route = nullptr;
-    CUresult result = find_route(stream, per_thread, &route);
-    if (result == CUDA_ERROR_INVALID_HANDLE) return result;  // the driver would crash on it
-    if (result == CUDA_SUCCESS && event != nullptr && !capturing(stream, per_thread)) {
-      engine().event_recorded(event_key(event), route->key);
+    if (tracked) {
+      engine().record_event(event_key(event), key, real_record);
+    } else {
+      engine().record_untracked(event_key(event), real_record);
     }
   } catch (...) {
-    // Tracking is lost for this event (it then proves nothing); the record itself still happens.
+    if (!called) real_record();
+    untrack_event(event);
   }
-  return real_call();
+  return result;
 }
 
 template <class RealCall>
@@ -93,14 +67,22 @@ CUresult wait_event(Hook hook, CUstream stream, CUevent event, bool per_thread, 
   HookScope scope;
   if (bypass(scope)) return real_call();
   RouteEntry* route = nullptr;
-  CUresult resolved = find_route(stream, per_thread, &route);
+  const CUresult resolved = find_route(stream, per_thread, &route);
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;
-  const core::StreamKey waiter = resolved == CUDA_SUCCESS ? route->key : 0;  // the entry may move later
-  CUresult result = real_call();
-  if (result != CUDA_SUCCESS || resolved != CUDA_SUCCESS || event == nullptr) return result;
+  // An untracked wait only loses ordering streampool could have used: nothing to keep in step.
+  if (resolved != CUDA_SUCCESS || event == nullptr) return real_call();
+  const core::StreamKey waiter = route->key;  // the entry may move later
+  CUresult result = CUDA_SUCCESS;
+  bool called = false;
   try {
-    if (!capturing(stream, per_thread)) engine().stream_waited(waiter, event_key(event));
+    engine().wait_event(waiter, event_key(event), [&] {
+      result = real_call();
+      called = true;
+      // The waiter joins a capture by this very wait: then it orders graph nodes, not the stream.
+      return result == CUDA_SUCCESS && !capturing(stream, per_thread);
+    });
   } catch (...) {
+    if (!called) result = real_call();
   }
   return result;
 }
@@ -134,89 +116,6 @@ CUresult context_sync(Hook hook, CUcontext context, RealCall real_call) noexcept
   if (bypass(scope)) return real_call();
   return call_under_ticket(
       [context] { return ticket_for_context(context != nullptr ? context : current_context(), true); }, real_call);
-}
-
-template <class RealCall>
-CUresult stream_destroy(Hook hook, CUstream stream, RealCall real_call) noexcept {
-  count_call(hook);
-  HookScope scope;
-  if (bypass(scope)) return real_call();
-  core::StreamKey key = 0;
-  bool known = driver::known_stream_key(stream, false, &key);
-  try {
-    if (known) engine().stream_destroyed(key);
-  } catch (...) {
-  }
-  CUresult result = real_call();
-  if (result == CUDA_SUCCESS && known) driver::forget_stream(stream);
-  return result;
-}
-
-template <class RealCall>
-CUresult event_destroy(Hook hook, CUevent event, RealCall real_call) noexcept {
-  count_call(hook);
-  HookScope scope;
-  if (bypass(scope)) return real_call();
-  try {
-    if (event != nullptr) engine().event_destroyed(event_key(event));
-  } catch (...) {
-  }
-  return real_call();
-}
-
-// cuCtxDestroy / cuDevicePrimaryCtxReset: see the file comment.
-template <class RealCall>
-CUresult context_end(CUcontext context, RealCall real_call) noexcept {
-  if (context == nullptr) return real_call();
-  std::vector<core::StreamKey> keys;
-  std::vector<core::SyncTicket> tickets;
-  try {
-    keys = driver::keys_of_context(context);
-    for (core::StreamKey key : keys) tickets.push_back(engine().ticket_for_stream(key, true));
-  } catch (...) {
-    keys.clear();
-    tickets.clear();
-  }
-  CUresult result = real_call();
-  if (result != CUDA_SUCCESS) return result;
-  try {
-    commit_all(tickets);
-    state().ordering.context_destroyed(context);
-    driver::forget_context(context);
-    for (core::StreamKey key : keys) engine().stream_destroyed(key);
-  } catch (...) {
-  }
-  return result;
-}
-
-CUresult context_destroy(CUcontext context) noexcept {
-  count_call(Hook::cuCtxDestroy_v2);
-  auto real_call = [context] { return forward(driver::real().cuCtxDestroy_v2, context); };
-  HookScope scope;
-  if (bypass(scope)) return real_call();
-  return context_end(context, real_call);
-}
-
-CUresult primary_context_reset(CUdevice device) noexcept {
-  count_call(Hook::cuDevicePrimaryCtxReset_v2);
-  auto real_call = [device] { return forward(driver::real().cuDevicePrimaryCtxReset_v2, device); };
-  HookScope scope;
-  if (bypass(scope)) return real_call();
-  CUcontext primary = nullptr;
-  if (driver::valid_device(device) && driver::primary_context(device, &primary) != CUDA_SUCCESS) primary = nullptr;
-  CUresult result = context_end(primary, real_call);
-  if (result != CUDA_SUCCESS) return result;
-  try {
-    std::vector<core::Pool*> device_pools;
-    engine().for_each_pool([&device_pools](core::Pool* pool) { device_pools.push_back(pool); });
-    for (core::Pool* pool : device_pools) {
-      if (!engine().is_pool(pool)) continue;
-      const core::PoolProps& props = engine().props(pool);
-      if (props.kind == core::PoolKind::device && props.location_id == device) engine().trim_to(pool, 0);
-    }
-  } catch (...) {
-  }
-  return result;
 }
 
 }  // namespace
@@ -299,27 +198,3 @@ STREAMPOOL_HOOK CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   return sp::context_sync(Hook::cuCtxSynchronize_v2, ctx,
                           [=] { return sp::forward(real().cuCtxSynchronize_v2, ctx); });
 }
-
-// --- destruction ---------------------------------------------------------------------------------
-
-STREAMPOOL_HOOK CUresult cuStreamDestroy(CUstream hStream) {
-  return sp::stream_destroy(Hook::cuStreamDestroy, hStream, [=] { return sp::forward(real().cuStreamDestroy, hStream); });
-}
-
-STREAMPOOL_HOOK CUresult cuStreamDestroy_v2(CUstream hStream) {
-  return sp::stream_destroy(Hook::cuStreamDestroy_v2, hStream,
-                            [=] { return sp::forward(real().cuStreamDestroy_v2, hStream); });
-}
-
-STREAMPOOL_HOOK CUresult cuEventDestroy(CUevent hEvent) {
-  return sp::event_destroy(Hook::cuEventDestroy, hEvent, [=] { return sp::forward(real().cuEventDestroy, hEvent); });
-}
-
-STREAMPOOL_HOOK CUresult cuEventDestroy_v2(CUevent hEvent) {
-  return sp::event_destroy(Hook::cuEventDestroy_v2, hEvent,
-                           [=] { return sp::forward(real().cuEventDestroy_v2, hEvent); });
-}
-
-STREAMPOOL_HOOK CUresult cuCtxDestroy_v2(CUcontext ctx) { return sp::context_destroy(ctx); }
-
-STREAMPOOL_HOOK CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) { return sp::primary_context_reset(dev); }

@@ -1,0 +1,167 @@
+// The tracking's rules against the driver's own order of calls (core/happens_before.hpp): a record
+// counts only once the real call succeeded, a query or synchronize counts only for the record it
+// was about, implicit legacy-stream order becomes a real wait, events recorded out of sight prove
+// nothing, and a stream that ended unseen leaves nothing behind under its key.
+#include "engine_fixture.hpp"
+
+namespace streampool::testing {
+namespace {
+
+using core::PoolAttribute;
+using core::Status;
+using core::StreamKind;
+
+class Tracking : public EngineTest {
+ protected:
+  static constexpr core::EventKey kEvent = 0xE10;
+
+  core::Pool* pool_with_max_threshold() {
+    core::Pool* pool = make_pool();
+    EXPECT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
+    return pool;
+  }
+  std::uintptr_t pending_free(core::Pool* pool, std::size_t bytes, core::StreamKey stream) {
+    const std::uintptr_t block = alloc(pool, bytes, stream);
+    ordering.enqueue_work(stream);
+    free(block, stream);
+    return block;
+  }
+  // `event` was recorded on `stream` before anything pending there, and that record completed.
+  void old_completed_record(core::EventKey event, core::StreamKey stream) {
+    engine.event_recorded(event, stream);
+    engine.commit(engine.ticket_for_event(event, false));
+  }
+};
+
+TEST_F(Tracking, ARecordTheDriverRejectedLeavesTheEventAsItWas) {
+  core::Pool* pool = pool_with_max_threshold();
+  old_completed_record(kEvent, kStream1);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  EXPECT_FALSE(engine.record_event(kEvent, kStream1, [] { return false; }));
+  engine.stream_waited(kStream2, kEvent);                  // orders s2 after the old record only
+  engine.commit(engine.ticket_for_event(kEvent, true));    // the old record is complete
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, AQueryThatARecordOvertookProvesNothing) {
+  core::Pool* pool = pool_with_max_threshold();
+  old_completed_record(kEvent, kStream1);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  core::SyncTicket query = engine.ticket_for_event(kEvent, false);  // a query begins
+  engine.event_recorded(kEvent, kStream1);                          // another thread records
+  engine.commit(query);  // the driver said "complete": about which record is unknown
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, AQueryAboutTheSameRecordStillCounts) {
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  engine.event_recorded(kEvent, kStream1);
+  core::SyncTicket query = engine.ticket_for_event(kEvent, false);
+  ordering.complete(kStream1);
+  engine.commit(query);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, AWaitTheDriverRejectedOrdersNothing) {
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  engine.event_recorded(kEvent, kStream1);
+  EXPECT_FALSE(engine.wait_event(kStream2, kEvent, [] { return false; }));
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, AnEventRecordedOutOfSightProvesNothingUntilItIsCreatedAgain) {
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  engine.event_recorded(kEvent, kStream1);
+  engine.event_untracked(kEvent);   // e.g. a graph's event-record node names it
+  engine.event_recorded(kEvent, kStream1);  // a later record the hooks see does not restore it
+  engine.stream_waited(kStream2, kEvent);
+  engine.commit(engine.ticket_for_event(kEvent, false));
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+  engine.event_created(kEvent);  // the handle now names a new event
+  engine.event_recorded(kEvent, kStream1);
+  engine.stream_waited(kStream2, kEvent);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, ReuseThroughTheLegacyStreamsImplicitOrderPutsARealWaitIntoTheAllocatingStream) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kLegacy);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream1), block);
+  EXPECT_EQ(ordering.waits_by(kStream1), 1u);  // so a synchronize of s1 waits for the legacy kernel
+}
+
+TEST_F(Tracking, TheLegacyStreamReusingABlockingStreamsFreeWaitsForIt) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kLegacy), block);
+  EXPECT_EQ(ordering.waits_by(kLegacy), 1u);
+}
+
+TEST_F(Tracking, ImplicitOrderThatCannotBeMadeRealIsNotUsed) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  ordering.fail_records_on(kLegacy);  // no marker can be recorded there
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kLegacy);
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream1), block);
+  EXPECT_EQ(ordering.waits_by(kStream1), 0u);
+}
+
+TEST_F(Tracking, AnExplicitEventOrderNeedsNoWaitOfStreampools) {
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  event_wait(kStream1, kStream2);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+  EXPECT_EQ(ordering.waits(), 0u);
+}
+
+TEST_F(Tracking, StrictReuseAddsAWaitEvenWhereTheProgramsEventOrdersTheFree) {
+  engine.set_strict_reuse(true);
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  event_wait(kStream1, kStream2);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+  EXPECT_EQ(ordering.waits_by(kStream2), 1u);
+}
+
+TEST_F(Tracking, StrictReuseNeedsNoWaitForAFreeTheHostSawComplete) {
+  engine.set_strict_reuse(true);
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  synchronize(kStream1);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+  EXPECT_EQ(ordering.waits(), 0u);
+}
+
+TEST_F(Tracking, AStreamCreatedUnderTheKeyOfOneThatEndedUnseenStartsFresh) {
+  core::Pool* pool = pool_with_max_threshold();
+  engine.event_recorded(kEvent, kStream1);
+  engine.stream_waited(kStream2, kEvent);  // s2 knows s1 up to here
+  engine.stream_ended(kStream2);           // s2 ended where the hooks could not see it
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  engine.event_recorded(0xE11, kStream1);
+  engine.stream_waited(kStream3, 0xE11);
+  // The new stream under s2's key knows nothing of s1: it must not reuse s1's pending free.
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, AContextSynchronizeCoversOnlyItsOwnStreams) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kStream1, StreamKind::blocking, /*group=*/2);
+  ordering.set_kind(kStream2, StreamKind::blocking, /*group=*/2);
+  ordering.set_kind(kStream3, StreamKind::blocking, /*group=*/1);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  engine.commit(engine.ticket_for_group(1, true));  // the other context synchronised
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+  core::SyncTicket own = engine.ticket_for_group(2, true);
+  ordering.complete(kStream1);
+  engine.commit(own);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+}  // namespace
+}  // namespace streampool::testing
