@@ -20,8 +20,15 @@ extern std::atomic<long> captures_in_progress;
 inline bool captures_possible() noexcept {
   return detail::captures_in_progress.load(std::memory_order_relaxed) != 0;
 }
-void capture_began() noexcept;
-void capture_ended() noexcept;  // never goes below zero
+void capture_began(CUstream stream, bool per_thread_variant) noexcept;
+void capture_ended(CUstream stream, bool per_thread_variant) noexcept;  // never goes below zero
+// A child after fork: no capture of the parent's goes on there.
+void forget_captures() noexcept;
+
+// Diagnostics (STREAMPOOL_LOG=debug): with captures in progress, asks the driver about each
+// capturing stream and logs, once per capture, the hook after which it became invalidated, so a
+// capture that streampool breaks names the step that broke it. Nothing otherwise.
+void check_captures_after(const char* hook) noexcept;
 long captures_in_progress() noexcept;
 
 // *capturing = whether the stream is capturing (active or invalidated). Without any capture in

@@ -118,7 +118,9 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
       return result;
     }
   }
-  return allocate(pool, bytes, route->key, dptr);
+  result = allocate(pool, bytes, route->key, dptr);
+  if (driver::captures_possible()) [[unlikely]] driver::check_captures_after(hook_name(hook));
+  return result;
 }
 
 // cuMemAllocFromPoolAsync on a capturing stream: the real driver's call, on the real pool that
@@ -177,7 +179,9 @@ bool live_pool(core::Pool* pool) noexcept {
     return live_pool(pool) ? result : CUDA_ERROR_INVALID_VALUE;  // a bad pool is reported first
   }
   // The engine checks the pool handle itself (a bad one: invalid_value, *dptr = 0).
-  return allocate(pool, bytes, route->key, dptr);
+  result = allocate(pool, bytes, route->key, dptr);
+  if (driver::captures_possible()) [[unlikely]] driver::check_captures_after(hook_name(hook));
+  return result;
 }
 
 // A free the engine did not take (or whose stream could not be routed): another allocator's

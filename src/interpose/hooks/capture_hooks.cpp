@@ -10,15 +10,15 @@ namespace streampool::interpose {
 
 namespace {
 
-CUresult counted_begin(CUresult result) noexcept {
-  if (result == CUDA_SUCCESS) driver::capture_began();
+CUresult counted_begin(CUresult result, CUstream stream, bool per_thread) noexcept {
+  if (result == CUDA_SUCCESS) driver::capture_began(stream, per_thread);
   return result;
 }
 
-CUresult counted_end(CUresult result) noexcept {
+CUresult counted_end(CUresult result, CUstream stream, bool per_thread) noexcept {
   if (result == CUDA_SUCCESS || result == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
       result == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-    driver::capture_ended();
+    driver::capture_ended(stream, per_thread);
   }
   return result;
 }
@@ -33,22 +33,22 @@ namespace sp = streampool::interpose;
 // Captures are counted in pass-through mode too: harmless, and the count stays right for the report.
 STREAMPOOL_HOOK CUresult cuStreamBeginCapture(CUstream hStream) {
   sp::count_call(Hook::cuStreamBeginCapture);
-  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture, hStream));
+  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture, hStream), hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
   sp::count_call(Hook::cuStreamBeginCapture_ptsz);
-  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture_ptsz, hStream));
+  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture_ptsz, hStream), hStream, true);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   sp::count_call(Hook::cuStreamBeginCapture_v2);
-  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture_v2, hStream, mode));
+  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture_v2, hStream, mode), hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
   sp::count_call(Hook::cuStreamBeginCapture_v2_ptsz);
-  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture_v2_ptsz, hStream, mode));
+  return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCapture_v2_ptsz, hStream, mode), hStream, true);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode* dependencies,
@@ -56,7 +56,7 @@ STREAMPOOL_HOOK CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph h
                                                      CUstreamCaptureMode mode) {
   sp::count_call(Hook::cuStreamBeginCaptureToGraph);
   return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCaptureToGraph, hStream, hGraph,
-                                       dependencies, dependencyData, numDependencies, mode));
+                                       dependencies, dependencyData, numDependencies, mode), hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
@@ -65,15 +65,15 @@ STREAMPOOL_HOOK CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgr
                                                           size_t numDependencies, CUstreamCaptureMode mode) {
   sp::count_call(Hook::cuStreamBeginCaptureToGraph_ptsz);
   return sp::counted_begin(sp::forward(streampool::driver::real().cuStreamBeginCaptureToGraph_ptsz, hStream, hGraph,
-                                       dependencies, dependencyData, numDependencies, mode));
+                                       dependencies, dependencyData, numDependencies, mode), hStream, true);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
   sp::count_call(Hook::cuStreamEndCapture);
-  return sp::counted_end(sp::forward(streampool::driver::real().cuStreamEndCapture, hStream, phGraph));
+  return sp::counted_end(sp::forward(streampool::driver::real().cuStreamEndCapture, hStream, phGraph), hStream, false);
 }
 
 STREAMPOOL_HOOK CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
   sp::count_call(Hook::cuStreamEndCapture_ptsz);
-  return sp::counted_end(sp::forward(streampool::driver::real().cuStreamEndCapture_ptsz, hStream, phGraph));
+  return sp::counted_end(sp::forward(streampool::driver::real().cuStreamEndCapture_ptsz, hStream, phGraph), hStream, true);
 }

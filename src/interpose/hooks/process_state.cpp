@@ -31,7 +31,7 @@ void per_thread_stream_ended(core::StreamKey key) {
 void child_after_fork() {
   detail::process_state.store(nullptr, std::memory_order_release);  // abandoned, not destroyed
   driver::reset_stream_registry_after_fork();
-  while (driver::captures_in_progress() > 0) driver::capture_ended();
+  driver::forget_captures();
 }
 
 core::PoolProps device_pool_props(CUdevice device) noexcept {

@@ -58,6 +58,7 @@ CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread
     if (!called) real_record();
     untrack_event(event);
   }
+  driver::check_captures_after(hook_name(hook));
   return result;
 }
 
@@ -84,6 +85,7 @@ CUresult wait_event(Hook hook, CUstream stream, CUevent event, bool per_thread, 
   } catch (...) {
     if (!called) result = real_call();
   }
+  driver::check_captures_after(hook_name(hook));
   return result;
 }
 
