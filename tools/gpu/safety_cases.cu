@@ -1,0 +1,205 @@
+// Reuse-safety cases that can run on a real GPU, the same program against NVIDIA's pool (no
+// preload) and under streampool: each case frees a block behind a host function that sleeps
+// (the "old owner's" work still running), then another stream allocates the same size. If it got
+// the same memory, the new owner's first work (a host function) checks that the sleeper has
+// finished; a synchronize of the new owner's stream must likewise prove it. Prints one line per
+// case, "case <name>: violations=<n> errors=<text>", identical on both runs when nothing breaks;
+// whether memory was reused goes to stderr (the pools may legitimately decide differently).
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+namespace {
+
+struct Sleeper {
+  std::atomic<int> done{0};
+  int milliseconds = 200;
+};
+
+void CUDART_CB sleep_then_finish(void* data) {
+  auto* sleeper = static_cast<Sleeper*>(data);
+  usleep(static_cast<useconds_t>(sleeper->milliseconds) * 1000);
+  sleeper->done.store(1);
+}
+
+struct Check {
+  Sleeper* sleeper = nullptr;
+  std::atomic<int> ran{0};
+  std::atomic<int> saw_done{0};
+};
+
+void CUDART_CB check_finished(void* data) {
+  auto* check = static_cast<Check*>(data);
+  check->saw_done.store(check->sleeper->done.load());
+  check->ran.store(1);
+}
+
+std::string errors;
+void expect_ok(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) errors += std::string(" ") + what + "=" + cudaGetErrorName(status);
+}
+
+void report(const char* name, int violations, bool reused) {
+  std::printf("case %s: violations=%d errors=%s\n", name, violations, errors.empty() ? "none" : errors.c_str());
+  std::fprintf(stderr, "case %s: reused=%s\n", name, reused ? "yes" : "no");
+  std::fflush(stdout);
+  errors.clear();
+}
+
+constexpr size_t kBytes = 8 << 20;
+
+// A block freed on `freer` behind a sleeper, still pending.
+void* pending_free(cudaStream_t freer, Sleeper* sleeper) {
+  void* block = nullptr;
+  expect_ok(cudaMallocAsync(&block, kBytes, freer), "malloc");
+  expect_ok(cudaLaunchHostFunc(freer, sleep_then_finish, sleeper), "hostfunc");
+  expect_ok(cudaFreeAsync(block, freer), "free");
+  return block;
+}
+
+// The legacy stream's implicit order: the new owner allocates and synchronises, enqueuing nothing.
+void implicit_order(const char* name, cudaStream_t freer, cudaStream_t owner) {
+  Sleeper sleeper;
+  void* old_block = pending_free(freer, &sleeper);
+  void* block = nullptr;
+  expect_ok(cudaMallocAsync(&block, kBytes, owner), "malloc2");
+  expect_ok(cudaStreamSynchronize(owner), "sync");
+  const bool reused = block == old_block;
+  const int violations = reused && sleeper.done.load() == 0 ? 1 : 0;
+  expect_ok(cudaFreeAsync(block, owner), "free2");
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  report(name, violations, reused);
+}
+
+// A check host function on `owner` right after its allocation.
+int checked_allocation(cudaStream_t owner, void* old_block, Sleeper* sleeper, bool* reused) {
+  void* block = nullptr;
+  Check check;
+  check.sleeper = sleeper;
+  expect_ok(cudaMallocAsync(&block, kBytes, owner), "malloc2");
+  expect_ok(cudaLaunchHostFunc(owner, check_finished, &check), "check");
+  expect_ok(cudaStreamSynchronize(owner), "sync");
+  *reused = block == old_block;
+  expect_ok(cudaFreeAsync(block, owner), "free2");
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  return *reused && check.saw_done.load() == 0 ? 1 : 0;
+}
+
+enum class After { wait, query, synchronize };
+
+// The event had an old, completed record; the new record is rejected by the driver (flags 0x4).
+void failed_record(const char* name, After after) {
+  cudaStream_t a, b;
+  cudaEvent_t event;
+  expect_ok(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), "stream");
+  expect_ok(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), "stream");
+  expect_ok(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "event");
+  expect_ok(cudaEventRecord(event, a), "record");
+  expect_ok(cudaEventSynchronize(event), "eventsync");
+  Sleeper sleeper;
+  void* old_block = pending_free(a, &sleeper);
+  const cudaError_t rejected = cudaEventRecordWithFlags(event, a, 0x4);
+  cudaGetLastError();
+  if (rejected == cudaSuccess) errors += " flags0x4=accepted";
+  if (after == After::wait) expect_ok(cudaStreamWaitEvent(b, event, 0), "wait");
+  if (after == After::query) expect_ok(cudaEventQuery(event), "query");
+  if (after == After::synchronize) expect_ok(cudaEventSynchronize(event), "eventsync2");
+  bool reused = false;
+  const int violations = checked_allocation(b, old_block, &sleeper, &reused);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  cudaEventDestroy(event);
+  report(name, violations, reused);
+}
+
+// All streams in a created context; the primary context's synchronize does not wait for them.
+void other_context_sync(const char* name, bool explicit_primary) {
+  CUdevice device;
+  CUcontext primary, created;
+  cuDeviceGet(&device, 0);
+  cuDevicePrimaryCtxRetain(&primary, device);
+  CUctxCreateParams params{};
+  if (cuCtxCreate(&created, &params, 0, device) != CUDA_SUCCESS) errors += " cuCtxCreate";
+  cudaStream_t s1, s2;
+  expect_ok(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), "stream");
+  expect_ok(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream");
+  Sleeper sleeper;
+  void* old_block = pending_free(s1, &sleeper);
+  cuCtxPushCurrent(primary);
+  if ((explicit_primary ? cuCtxSynchronize_v2(primary) : cuCtxSynchronize()) != CUDA_SUCCESS) errors += " ctxsync";
+  CUcontext popped;
+  cuCtxPopCurrent(&popped);
+  bool reused = false;
+  const int violations = checked_allocation(s2, old_block, &sleeper, &reused);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+  cuCtxSetCurrent(primary);
+  cuCtxDestroy(created);
+  cuDevicePrimaryCtxRelease(device);
+  report(name, violations, reused);
+}
+
+// Thread 1 frees on A behind a sleeper and re-records E on A; thread 2 spins on E and, once it
+// reads complete, allocates on B: E's old record completed long ago.
+void record_query_race(const char* name, int rounds) {
+  cudaStream_t a, b;
+  cudaEvent_t event;
+  expect_ok(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), "stream");
+  expect_ok(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), "stream");
+  expect_ok(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "event");
+  int violations = 0;
+  bool any_reused = false;
+  for (int round = 0; round < rounds; ++round) {
+    expect_ok(cudaEventRecord(event, a), "record");
+    expect_ok(cudaEventSynchronize(event), "eventsync");
+    Sleeper sleeper;
+    sleeper.milliseconds = 50;
+    std::atomic<int> go{0};
+    void* old_block = nullptr;
+    std::thread freer([&] {
+      while (go.load() == 0) {
+      }
+      old_block = pending_free(a, &sleeper);
+      cudaEventRecord(event, a);
+    });
+    go.store(1);
+    while (cudaEventQuery(event) != cudaSuccess) {
+    }
+    bool reused = false;
+    freer.join();
+    violations += checked_allocation(b, old_block, &sleeper, &reused);
+    any_reused = any_reused || reused;
+  }
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+  cudaEventDestroy(event);
+  report(name, violations, any_reused);
+}
+
+}  // namespace
+
+int main() {
+  cudaFree(nullptr);
+  cudaMemPool_t pool;
+  cudaDeviceGetDefaultMemPool(&pool, 0);
+  unsigned long long threshold = ~0ull;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  cudaStream_t blocking;
+  cudaStreamCreate(&blocking);
+  implicit_order("legacy-free_blocking-alloc", cudaStreamLegacy, blocking);
+  implicit_order("legacy-free_per-thread-alloc", cudaStreamLegacy, cudaStreamPerThread);
+  implicit_order("blocking-free_legacy-alloc", blocking, cudaStreamLegacy);
+  cudaStreamDestroy(blocking);
+  failed_record("failed-record_then-wait", After::wait);
+  failed_record("failed-record_then-query", After::query);
+  failed_record("failed-record_then-synchronize", After::synchronize);
+  other_context_sync("created-context_primary-ctx-synchronize", false);
+  other_context_sync("created-context_ctx-synchronize-v2", true);
+  record_query_race("record-query-race", 20);
+  return 0;
+}
