@@ -124,6 +124,9 @@ core::Status EventOrdering::query(core::Marker marker) {
   MarkerRecord* record = record_of(marker);
   if (record == nullptr) return core::Status::invalid_value;
   if (record->context_gone.load(std::memory_order_acquire)) return core::Status::success;
+  // Measured on driver 580: any cuEventQuery while a global-mode capture is in progress, on any
+  // thread, invalidates that capture. The answer waits until no capture is going on.
+  if (captures_possible()) return core::Status::not_ready;
   const DriverTable& table = real();
   if (table.cuEventQuery == nullptr) return status_from(missing_entry_result());
   return status_from(table.cuEventQuery(record->event));

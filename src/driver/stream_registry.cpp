@@ -9,6 +9,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "capture_tracker.hpp"
 #include "device_context.hpp"
 #include "driver_table.hpp"
 
@@ -145,6 +146,8 @@ CUresult device_for_context(CUcontext context, CUdevice* device) noexcept {
   return CUDA_SUCCESS;
 }
 
+CUresult register_stream_entry(CUstream stream, unsigned flags, StreamEntry* entry) noexcept;
+
 CUresult register_created_stream(CUstream stream, StreamEntry* entry) noexcept {
   Registry& shared = registry();
   auto handle = reinterpret_cast<std::uintptr_t>(stream);
@@ -158,12 +161,25 @@ CUresult register_created_stream(CUstream stream, StreamEntry* entry) noexcept {
   }
   if (!looks_like_handle(handle)) return CUDA_ERROR_INVALID_HANDLE;
   const DriverTable& table = real();
-  if (table.cuStreamGetCtx == nullptr || table.cuStreamGetFlags == nullptr) return missing_entry_result();
-  CUcontext context = nullptr;
-  CUresult result = table.cuStreamGetCtx(stream, &context);
+  if (table.cuStreamGetFlags == nullptr) return missing_entry_result();
+  // Measured on driver 580: cuStreamGetFlags of a capturing stream fails and invalidates the
+  // capture. Streams created through the hooks are registered with their flags at creation; one
+  // first seen while it captures cannot be named until the capture ends.
+  bool capturing = false;
+  CUresult result = stream_capturing(stream, false, &capturing);
   if (result != CUDA_SUCCESS) return result;
+  if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   unsigned flags = 0;
   result = table.cuStreamGetFlags(stream, &flags);
+  if (result != CUDA_SUCCESS) return result;
+  return register_stream_entry(stream, flags, entry);
+}
+
+CUresult register_stream_entry(CUstream stream, unsigned flags, StreamEntry* entry) noexcept {
+  const DriverTable& table = real();
+  if (table.cuStreamGetCtx == nullptr) return missing_entry_result();
+  CUcontext context = nullptr;
+  CUresult result = table.cuStreamGetCtx(stream, &context);
   if (result != CUDA_SUCCESS) return result;
   CUdevice device = -1;
   result = device_for_context(context, &device);
@@ -173,8 +189,9 @@ CUresult register_created_stream(CUstream stream, StreamEntry* entry) noexcept {
   entry->kind = (flags & CU_STREAM_NON_BLOCKING) != 0 ? core::StreamKind::non_blocking
                                                       : core::StreamKind::blocking;
   try {
+    Registry& shared = registry();
     std::unique_lock lock(shared.mutex);
-    shared.streams.emplace(handle, *entry);
+    shared.streams.insert_or_assign(reinterpret_cast<std::uintptr_t>(stream), *entry);
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -322,6 +339,12 @@ std::uintptr_t context_of_key(core::StreamKey key) noexcept {
   }
   auto it = shared.streams.find(key);
   return it == shared.streams.end() ? 0 : reinterpret_cast<std::uintptr_t>(it->second.context);
+}
+
+CUresult stream_created(CUstream stream, unsigned flags) noexcept {
+  forget_stream(stream);
+  StreamEntry entry;
+  return register_stream_entry(stream, flags, &entry);
 }
 
 void forget_stream(CUstream stream) noexcept {

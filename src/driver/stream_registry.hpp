@@ -64,6 +64,10 @@ core::StreamKind kind_of_key(core::StreamKey key) noexcept;
 // The context a key's stream belongs to (its group for legacy-stream synchronisation); 0 if unknown.
 std::uintptr_t context_of_key(core::StreamKey key) noexcept;
 
+// A stream was just created with `flags`: whatever the handle meant before is forgotten and the
+// stream registered, so that it never needs cuStreamGetFlags (which a capture in progress on it
+// would not survive).
+CUresult stream_created(CUstream stream, unsigned flags) noexcept;
 // A created stream is gone (after cuStreamDestroy): forget it and invalidate all caches.
 void forget_stream(CUstream stream) noexcept;
 // Every key of a context known so far: its legacy stream, its created streams and the per-thread

@@ -12,6 +12,7 @@ namespace {
 
 CUresult counted_begin(CUresult result, CUstream stream, bool per_thread) noexcept {
   if (result == CUDA_SUCCESS) driver::capture_began(stream, per_thread);
+  driver::check_captures_after("cuStreamBeginCapture");
   return result;
 }
 

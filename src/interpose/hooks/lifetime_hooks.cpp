@@ -27,10 +27,10 @@ namespace streampool::interpose {
 namespace {
 
 // A stream was created under `stream`: nothing streampool knew about that handle still holds.
-CUresult stream_created(CUresult result, const CUstream* stream) noexcept {
+CUresult stream_created(CUresult result, const CUstream* stream, unsigned flags) noexcept {
   if (result != CUDA_SUCCESS || stream == nullptr || *stream == nullptr) return result;
   const auto key = reinterpret_cast<core::StreamKey>(*stream);
-  driver::forget_stream(*stream);
+  driver::stream_created(*stream, flags);  // registered now: it may capture before its first use
   try {
     engine().stream_ended(key);
   } catch (...) {
@@ -39,11 +39,11 @@ CUresult stream_created(CUresult result, const CUstream* stream) noexcept {
 }
 
 template <class RealCall>
-CUresult stream_create(Hook hook, CUstream* stream, RealCall real_call) noexcept {
+CUresult stream_create(Hook hook, CUstream* stream, unsigned flags, RealCall real_call) noexcept {
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) return real_call();
-  return stream_created(real_call(), stream);
+  return stream_created(real_call(), stream, flags);
 }
 
 template <class RealCall>
@@ -189,18 +189,18 @@ namespace sp = streampool::interpose;
 using streampool::driver::real;
 
 STREAMPOOL_HOOK CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
-  return sp::stream_create(Hook::cuStreamCreate, phStream,
+  return sp::stream_create(Hook::cuStreamCreate, phStream, Flags,
                            [=] { return sp::forward(real().cuStreamCreate, phStream, Flags); });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
-  return sp::stream_create(Hook::cuStreamCreateWithPriority, phStream,
+  return sp::stream_create(Hook::cuStreamCreateWithPriority, phStream, flags,
                            [=] { return sp::forward(real().cuStreamCreateWithPriority, phStream, flags, priority); });
 }
 
 STREAMPOOL_HOOK CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigned int flags,
                                                 int priority) {
-  return sp::stream_create(Hook::cuGreenCtxStreamCreate, phStream, [=] {
+  return sp::stream_create(Hook::cuGreenCtxStreamCreate, phStream, flags, [=] {
     return sp::forward(real().cuGreenCtxStreamCreate, phStream, greenCtx, flags, priority);
   });
 }
