@@ -69,7 +69,10 @@ Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
   if (chunked()) {
     usable -= kPlacementBytes;  // the guard: a free range never touches the next region
   } else {
-    usable = std::max(usable, cap_bytes_ != 0 ? round_up(cap_bytes_, granule_bytes_) : reservation_bytes_);
+    // A cap larger than the backing's reservation (maxSize beyond the device's memory, or beyond
+    // any address space: 2^47 and more cannot be reserved) reserves what the backing offers.
+    const std::size_t wanted = cap_bytes_ != 0 ? std::min(cap_bytes_, reservation_bytes_) : reservation_bytes_;
+    usable = std::max(usable, round_up(wanted, granule_bytes_));
     reserve_bytes = usable + granule_bytes_;  // one never-mapped granule as the guard
   }
   std::uintptr_t base = 0;

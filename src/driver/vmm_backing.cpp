@@ -19,10 +19,11 @@ constexpr std::size_t kMaxReservation = std::size_t{1} << 40;
 
 std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit - 1) / unit * unit; }
 
-// Address space worth reserving at once: the pool's cap if it has one, else about the memory of
-// its location, so that a pool normally lives in one contiguous range.
+// Address space worth reserving at once: about the memory of the pool's location, so that a pool
+// normally lives in one contiguous range, or less where the pool's cap is smaller. A cap larger
+// than the location's memory can never be reached, and one of 2^47 bytes or more cannot even be
+// reserved: the pool reserves what its location holds, and allocations up to that succeed.
 std::size_t reservation_for(const core::PoolProps& props, std::size_t granule) noexcept {
-  if (props.max_size != 0) return round_up(round_up(props.max_size, kGrowthChunk), granule);
   std::size_t location_bytes = 0;
   if (props.location_type == CU_MEM_LOCATION_TYPE_DEVICE) {
     const DriverTable& table = real();
@@ -38,7 +39,9 @@ std::size_t reservation_for(const core::PoolProps& props, std::size_t granule) n
       location_bytes = static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_bytes);
     }
   }
-  std::size_t wanted = std::clamp(round_up(location_bytes, kGiB), kMinReservation, kMaxReservation);
+  std::size_t wanted = std::clamp(round_up(std::min(location_bytes, kMaxReservation), kGiB), kMinReservation,
+                                  kMaxReservation);
+  if (props.max_size != 0 && props.max_size < wanted) wanted = round_up(props.max_size, kGrowthChunk);
   return round_up(wanted, granule);
 }
 
