@@ -167,6 +167,7 @@ extern "C" __attribute__((visibility("default"))) void streampool_fake_clear_fai
   std::lock_guard lock(state.mutex);
   fake::read_environment_locked(state);  // so that the environment's rules stay cleared
   state.rules.clear();
+  state.injected.clear();
   fake::publish_pending_locked(state);
 }
 

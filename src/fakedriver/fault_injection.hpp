@@ -10,8 +10,8 @@
 // called):
 //   streampool_fake_fail_call(name, nth, error)          the nth call from now fails, once
 //   streampool_fake_fail_calls(name, nth, count, error)  calls nth .. nth+count-1 fail (0: all)
-//   streampool_fake_clear_failures()                     forget every pending failure
-//   streampool_fake_failures_injected(name)              failures returned so far (name null: all)
+//   streampool_fake_clear_failures()                     forget every pending failure, zero the counts
+//   streampool_fake_failures_injected(name)              failures returned since (name null: all)
 // With nothing pending, an entry point pays one relaxed atomic load.
 #pragma once
 
