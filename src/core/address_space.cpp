@@ -15,15 +15,16 @@ AddressSpace::AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListen
       cap_bytes_(cap_bytes) {}
 
 AddressSpace::~AddressSpace() {
+  // Nothing more can be done about a backing that refuses now: what it kept, it keeps.
   for (Region& region : regions_) {
     if (!chunked()) {
       for (std::size_t g = 0; g < region.mapped.size(); ++g) {
         if (region.mapped[g] && region.unit_first[g] == g) unmap_unit(region, g);
       }
     } else {
-      backing_.unmap(region.base, region.bytes);
+      (void)backing_.unmap(region.base, region.bytes);
     }
-    backing_.unreserve(region.base, region.bytes);
+    (void)backing_.unreserve(region.base, region.bytes);
     if (on_region_) on_region_(region.base, region.bytes, false);
   }
 }
@@ -69,7 +70,10 @@ Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
   if (chunked()) {
     usable -= kPlacementBytes;  // the guard: a free range never touches the next region
   } else {
-    usable = std::max(usable, cap_bytes_ != 0 ? round_up(cap_bytes_, granule_bytes_) : reservation_bytes_);
+    // A cap larger than the backing's reservation (maxSize beyond the device's memory, or beyond
+    // any address space: 2^47 and more cannot be reserved) reserves what the backing offers.
+    const std::size_t wanted = cap_bytes_ != 0 ? std::min(cap_bytes_, reservation_bytes_) : reservation_bytes_;
+    usable = std::max(usable, round_up(wanted, granule_bytes_));
     reserve_bytes = usable + granule_bytes_;  // one never-mapped granule as the guard
   }
   std::uintptr_t base = 0;
@@ -105,7 +109,10 @@ Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t 
     const std::size_t length = granules - done >= unit ? unit : 1;  // the tail granule by granule
     const std::size_t at = first + done;
     if (Status status = backing_.map(region.base + at * granule_bytes_, length * granule_bytes_, access); !ok(status)) {
-      for (std::size_t g = first; g < at; g = g + region.unit_granules[g]) unmap_unit(region, g);
+      for (std::size_t g = first; g < at; g = g + region.unit_granules[g]) {
+        // A unit the backing would not unmap is mapped memory nobody uses: free, and counted.
+        if (!unmap_unit(region, g)) free_.insert(region.base + g * granule_bytes_, region.unit_granules[g] * granule_bytes_);
+      }
       return status;
     }
     for (std::size_t g = at; g < at + length; ++g) {
@@ -119,11 +126,21 @@ Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t 
   return Status::success;
 }
 
-void AddressSpace::unmap_unit(Region& region, std::size_t first_granule) {
+bool AddressSpace::unmap_unit(Region& region, std::size_t first_granule) {
   const std::size_t length = region.unit_granules[first_granule];
-  backing_.unmap(region.base + first_granule * granule_bytes_, length * granule_bytes_);
+  if (!ok(backing_.unmap(region.base + first_granule * granule_bytes_, length * granule_bytes_))) return false;
   for (std::size_t g = first_granule; g < first_granule + length; ++g) region.mapped[g] = false;
   reserved_bytes_ -= length * granule_bytes_;
+  return true;
+}
+
+bool AddressSpace::any_mapped(const Region& region, std::uintptr_t from, std::size_t bytes) const {
+  const std::size_t first = (from - region.base) / granule_bytes_;
+  const std::size_t end = std::min(region.mapped.size(), first + bytes / granule_bytes_);
+  for (std::size_t g = first; g < end; ++g) {
+    if (region.mapped[g]) return true;
+  }
+  return false;
 }
 
 Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access,
@@ -142,7 +159,7 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
     if (!ok(status)) return status;
     Region& region = regions_[index];
     if (Status mapped = map_range(region, region.base, region.bytes, access); !ok(mapped)) {
-      backing_.unreserve(region.base, region.bytes);
+      (void)backing_.unreserve(region.base, region.bytes);  // a chunk backing's map never fails
       if (on_region_) on_region_(region.base, region.bytes, false);
       regions_.erase(regions_.begin() + static_cast<std::ptrdiff_t>(index));
       return mapped;
@@ -168,7 +185,9 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
   want = std::min(want, round_down(cap_left, granule_bytes_));
   Region& region = regions_[plan->region];
   Status status = map_range(region, plan->map_from, want, access);
-  if (status == Status::out_of_memory && want > plan->map_bytes) {
+  // A smaller growth may fit where the larger one did not, unless undoing the larger one left a
+  // unit mapped where the smaller one would go (it is free in the index now).
+  if (status == Status::out_of_memory && want > plan->map_bytes && !any_mapped(region, plan->map_from, want)) {
     want = plan->map_bytes;
     status = map_range(region, plan->map_from, want, access);
   }
@@ -195,8 +214,10 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
         continue;
       }
       free_.take(region.base, region.usable_bytes);
-      backing_.unmap(region.base, region.bytes);
-      backing_.unreserve(region.base, region.bytes);
+      if (!ok(backing_.unmap(region.base, region.bytes)) || !ok(backing_.unreserve(region.base, region.bytes))) {
+        free_.insert(region.base, region.usable_bytes);  // still allocated: kept, free, counted
+        continue;
+      }
       if (on_region_) on_region_(region.base, region.bytes, false);
       reserved_bytes_ -= region.bytes;
       regions_.erase(regions_.begin() + static_cast<std::ptrdiff_t>(r));
@@ -230,8 +251,11 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
       if (unit >= first && unit + length <= end) {
         const std::uintptr_t from = region->base + unit * granule_bytes_;
         free_.take_inside(range_start, from, length * granule_bytes_);
-        unmap_unit(*region, unit);
-        if (released != nullptr) released->push_back(Run{from, length * granule_bytes_});
+        if (unmap_unit(*region, unit)) {
+          if (released != nullptr) released->push_back(Run{from, length * granule_bytes_});
+        } else {
+          free_.insert(from, length * granule_bytes_);  // still mapped: free again, counted, tried next time
+        }
       }
       end = unit;
     }

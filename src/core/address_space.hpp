@@ -82,9 +82,13 @@ class AddressSpace {
   };
   std::optional<GrowthPlan> plan_growth(std::size_t bytes, const Usable& usable) const;
   Status new_region(std::size_t bytes, std::size_t* index);
+  // Maps [from, from + bytes) unit by unit. On failure what it mapped is unmapped again; a unit
+  // the backing would not unmap stays mapped, counted, and free in the index.
   Status map_range(Region& region, std::uintptr_t from, std::size_t bytes,
                    std::span<const AccessDescriptor> access);
-  void unmap_unit(Region& region, std::size_t first_granule);
+  // False when the backing refused: the unit then stays mapped and counted.
+  bool unmap_unit(Region& region, std::size_t first_granule);
+  bool any_mapped(const Region& region, std::uintptr_t from, std::size_t bytes) const;
   // Mapping units: CUDA unmaps only whole mappings, and each map costs tens of microseconds.
   // Growth below kUnitsFrom maps granule by granule (so any free granule can be given back);
   // larger growth, driven by large blocks, maps in bigger units (a 100 GiB request: hundreds of

@@ -8,6 +8,9 @@
 //                        cuMemSetAccess), all addresses and sizes multiples of granule_bytes();
 //                        each map is one physical allocation, and unmap is only ever called for
 //                        exactly a range one map call mapped (CUDA unmaps whole mappings only);
+//                        a failed map leaves nothing mapped, a failed unmap leaves the range
+//                        mapped (the engine keeps counting it and tries again later), and a
+//                        failed unreserve leaves the reservation in place;
 //   set_access           change who may touch mapped memory (peer devices).
 // A backing that cannot split reservation from mapping (whole cuMemAlloc chunks) returns
 // reservation_bytes() == 0: the engine then reserves one region per growth and releases a
@@ -40,11 +43,11 @@ class Backing {
   virtual std::size_t reservation_bytes() const = 0;
 
   virtual Status reserve(std::size_t bytes, std::uintptr_t* base) = 0;
-  virtual void unreserve(std::uintptr_t base, std::size_t bytes) = 0;
+  virtual Status unreserve(std::uintptr_t base, std::size_t bytes) = 0;
   // out_of_memory when the location has no physical memory left for it.
   virtual Status map(std::uintptr_t address, std::size_t bytes,
                      std::span<const AccessDescriptor> access) = 0;
-  virtual void unmap(std::uintptr_t address, std::size_t bytes) = 0;
+  virtual Status unmap(std::uintptr_t address, std::size_t bytes) = 0;
   virtual Status set_access(std::uintptr_t address, std::size_t bytes,
                             std::span<const AccessDescriptor> access) = 0;
 };

@@ -19,10 +19,11 @@ constexpr std::size_t kMaxReservation = std::size_t{1} << 40;
 
 std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit - 1) / unit * unit; }
 
-// Address space worth reserving at once: the pool's cap if it has one, else about the memory of
-// its location, so that a pool normally lives in one contiguous range.
+// Address space worth reserving at once: about the memory of the pool's location, so that a pool
+// normally lives in one contiguous range, or less where the pool's cap is smaller. A cap larger
+// than the location's memory can never be reached, and one of 2^47 bytes or more cannot even be
+// reserved: the pool reserves what its location holds, and allocations up to that succeed.
 std::size_t reservation_for(const core::PoolProps& props, std::size_t granule) noexcept {
-  if (props.max_size != 0) return round_up(round_up(props.max_size, kGrowthChunk), granule);
   std::size_t location_bytes = 0;
   if (props.location_type == CU_MEM_LOCATION_TYPE_DEVICE) {
     const DriverTable& table = real();
@@ -38,7 +39,9 @@ std::size_t reservation_for(const core::PoolProps& props, std::size_t granule) n
       location_bytes = static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_bytes);
     }
   }
-  std::size_t wanted = std::clamp(round_up(location_bytes, kGiB), kMinReservation, kMaxReservation);
+  std::size_t wanted = std::clamp(round_up(std::min(location_bytes, kMaxReservation), kGiB), kMinReservation,
+                                  kMaxReservation);
+  if (props.max_size != 0 && props.max_size < wanted) wanted = round_up(props.max_size, kGrowthChunk);
   return round_up(wanted, granule);
 }
 
@@ -48,6 +51,11 @@ CUdevice context_device_for(const core::PoolProps& props) noexcept {
 }
 
 CUmemLocationType location_type_of(int value) noexcept { return static_cast<CUmemLocationType>(value); }
+
+template <class Fn, class... Args>
+CUresult forward_or_missing(Fn fn, Args... args) noexcept {
+  return fn == nullptr ? missing_entry_result() : fn(args...);
+}
 
 }  // namespace
 
@@ -109,9 +117,10 @@ core::Status VmmBacking::reserve(std::size_t bytes, std::uintptr_t* base) {
   return core::Status::success;
 }
 
-void VmmBacking::unreserve(std::uintptr_t base, std::size_t bytes) {
+core::Status VmmBacking::unreserve(std::uintptr_t base, std::size_t bytes) {
   ScopedDeviceContext scope(context_device_);
-  real().cuMemAddressFree(static_cast<CUdeviceptr>(base), bytes);
+  if (scope.result() != CUDA_SUCCESS) return status_from(scope.result());
+  return status_from(real().cuMemAddressFree(static_cast<CUdeviceptr>(base), bytes));
 }
 
 std::vector<CUmemAccessDesc> VmmBacking::access_list(std::span<const core::AccessDescriptor> access) const {
@@ -166,6 +175,8 @@ CUresult VmmBacking::apply_access(std::uintptr_t address, std::size_t bytes,
 
 // One physical allocation per call: the engine maps in units (one granule, or a larger unit for
 // large growth) and unmaps exactly those units, since CUDA unmaps only whole mappings.
+// Every failure leaves nothing mapped and nothing allocated, as the engine expects of a failed
+// map, except where the driver refuses to undo as well (see the two cases below).
 core::Status VmmBacking::map(std::uintptr_t address, std::size_t bytes,
                              std::span<const core::AccessDescriptor> access) {
   const DriverTable& table = real();
@@ -177,23 +188,56 @@ core::Status VmmBacking::map(std::uintptr_t address, std::size_t bytes,
   const auto device_address = static_cast<CUdeviceptr>(address);
   result = table.cuMemMap(device_address, bytes, 0, handle, 0);
   // The mapping holds the physical memory from here on: unmapping it releases the memory.
-  table.cuMemRelease(handle);
-  if (result != CUDA_SUCCESS) return status_from(result);
+  const CUresult released = table.cuMemRelease(handle);
+  if (result != CUDA_SUCCESS) {
+    if (released != CUDA_SUCCESS) table.cuMemRelease(handle);  // nothing else would ever free it
+    return status_from(result);
+  }
+  if (released != CUDA_SUCCESS) {
+    // The mapping is good; its memory would outlive the unmap through the handle.
+    try {
+      unreleased_.push_back(UnreleasedHandle{address, handle});
+    } catch (...) {
+      table.cuMemUnmap(device_address, bytes);
+      table.cuMemRelease(handle);
+      return core::Status::out_of_memory;
+    }
+  }
   try {
     result = apply_access(address, bytes, access);
   } catch (...) {
     result = CUDA_ERROR_OUT_OF_MEMORY;
   }
-  if (result != CUDA_SUCCESS) {
-    table.cuMemUnmap(device_address, bytes);
+  if (result == CUDA_SUCCESS) return core::Status::success;
+  if (table.cuMemUnmap(device_address, bytes) == CUDA_SUCCESS) {
+    release_after_unmap(address);
     return status_from(result);
   }
+  // Neither usable nor unmappable: one more try at access makes it usable, else it stays a
+  // mapping the engine does not know of (what the driver refuses twice, nothing can undo).
+  try {
+    if (apply_access(address, bytes, access) == CUDA_SUCCESS) return core::Status::success;
+  } catch (...) {
+  }
+  return status_from(result);
+}
+
+core::Status VmmBacking::unmap(std::uintptr_t address, std::size_t bytes) {
+  ScopedDeviceContext scope(context_device_);
+  if (scope.result() != CUDA_SUCCESS) return status_from(scope.result());
+  const CUresult result = real().cuMemUnmap(static_cast<CUdeviceptr>(address), bytes);
+  if (result != CUDA_SUCCESS) return status_from(result);
+  release_after_unmap(address);
   return core::Status::success;
 }
 
-void VmmBacking::unmap(std::uintptr_t address, std::size_t bytes) {
-  ScopedDeviceContext scope(context_device_);
-  real().cuMemUnmap(static_cast<CUdeviceptr>(address), bytes);
+void VmmBacking::release_after_unmap(std::uintptr_t address) noexcept {
+  for (auto entry = unreleased_.begin(); entry != unreleased_.end(); ++entry) {
+    if (entry->address != address) continue;
+    real().cuMemRelease(entry->handle);  // the last chance: a refusal now is the driver's leak
+    unreleased_.erase(entry);
+    return;
+  }
 }
 
 core::Status VmmBacking::set_access(std::uintptr_t address, std::size_t bytes,
@@ -236,21 +280,21 @@ core::Status ChunkBacking::reserve(std::size_t bytes, std::uintptr_t* base) {
   return status_from(result);
 }
 
-void ChunkBacking::unreserve(std::uintptr_t base, std::size_t /*bytes*/) {
+core::Status ChunkBacking::unreserve(std::uintptr_t base, std::size_t /*bytes*/) {
   const DriverTable& table = real();
   ScopedDeviceContext scope(context_device_);
+  if (scope.result() != CUDA_SUCCESS) return status_from(scope.result());
   if (props_.kind == core::PoolKind::pinned_host) {
-    if (table.cuMemFreeHost != nullptr) table.cuMemFreeHost(reinterpret_cast<void*>(base));
-  } else if (table.cuMemFree_v2 != nullptr) {
-    table.cuMemFree_v2(static_cast<CUdeviceptr>(base));
+    return status_from(forward_or_missing(table.cuMemFreeHost, reinterpret_cast<void*>(base)));
   }
+  return status_from(forward_or_missing(table.cuMemFree_v2, static_cast<CUdeviceptr>(base)));
 }
 
 core::Status ChunkBacking::map(std::uintptr_t, std::size_t, std::span<const core::AccessDescriptor>) {
   return core::Status::success;  // a chunk is usable as soon as it is allocated
 }
 
-void ChunkBacking::unmap(std::uintptr_t, std::size_t) {}
+core::Status ChunkBacking::unmap(std::uintptr_t, std::size_t) { return core::Status::success; }
 
 core::Status ChunkBacking::set_access(std::uintptr_t, std::size_t,
                                       std::span<const core::AccessDescriptor> access) {

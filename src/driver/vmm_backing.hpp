@@ -35,14 +35,21 @@ class VmmBacking final : public core::Backing {
   std::size_t granule_bytes() const override { return granule_bytes_; }
   std::size_t reservation_bytes() const override { return reservation_bytes_; }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override;
-  void unreserve(std::uintptr_t base, std::size_t bytes) override;
+  core::Status unreserve(std::uintptr_t base, std::size_t bytes) override;
   core::Status map(std::uintptr_t address, std::size_t bytes,
                    std::span<const core::AccessDescriptor> access) override;
-  void unmap(std::uintptr_t address, std::size_t bytes) override;
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override;
   core::Status set_access(std::uintptr_t address, std::size_t bytes,
                           std::span<const core::AccessDescriptor> access) override;
 
  private:
+  // A mapping whose handle the driver would not release: released again once it is unmapped
+  // (until then the handle and the mapping both hold the physical memory).
+  struct UnreleasedHandle {
+    std::uintptr_t address;
+    CUmemGenericAllocationHandle handle;
+  };
+  void release_after_unmap(std::uintptr_t address) noexcept;
   VmmBacking(const CUmemAllocationProp& prop, CUdevice context_device, std::size_t granule_bytes,
              std::size_t reservation_bytes);
   // The owner's own access plus the pool's access list, in the driver's terms.
@@ -55,6 +62,7 @@ class VmmBacking final : public core::Backing {
   std::size_t granule_bytes_;
   std::size_t reservation_bytes_;
   bool host_access_rejected_ = false;  // the driver refused a host access descriptor once
+  std::vector<UnreleasedHandle> unreleased_;  // rare: only after a failed cuMemRelease
 };
 
 class ChunkBacking final : public core::Backing {
@@ -64,10 +72,10 @@ class ChunkBacking final : public core::Backing {
   std::size_t granule_bytes() const override { return kChunkGranule; }
   std::size_t reservation_bytes() const override { return 0; }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override;
-  void unreserve(std::uintptr_t base, std::size_t bytes) override;
+  core::Status unreserve(std::uintptr_t base, std::size_t bytes) override;
   core::Status map(std::uintptr_t address, std::size_t bytes,
                    std::span<const core::AccessDescriptor> access) override;
-  void unmap(std::uintptr_t address, std::size_t bytes) override;
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override;
   core::Status set_access(std::uintptr_t address, std::size_t bytes,
                           std::span<const core::AccessDescriptor> access) override;
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -17,6 +18,8 @@
 namespace fake {
 namespace {
 
+std::atomic<unsigned long long> live_physical{0};  // PhysicalMemory objects alive (tests)
+
 struct PhysicalMemory {
   int fd = -1;
   std::size_t size = 0;
@@ -26,10 +29,11 @@ struct PhysicalMemory {
   ino_t inode = 0;
   dev_t file_system = 0;
 
-  PhysicalMemory() = default;
+  PhysicalMemory() { live_physical.fetch_add(1, std::memory_order_relaxed); }
   PhysicalMemory(const PhysicalMemory&) = delete;
   PhysicalMemory& operator=(const PhysicalMemory&) = delete;
   ~PhysicalMemory() {
+    live_physical.fetch_sub(1, std::memory_order_relaxed);
     if (fd >= 0) close(fd);
     if (charged_device >= 0) Driver::instance().uncharge(charged_device, size);
   }
@@ -453,3 +457,23 @@ bool vmm_range_usable(std::uintptr_t address, std::size_t bytes) {
 }
 
 }  // namespace fake
+
+// For tests that must show nothing leaked: the physical allocations alive (created or imported,
+// not yet freed by their last release and unmap), the bytes mapped, and the reservations held
+// (count and bytes). Any pointer may be null.
+extern "C" __attribute__((visibility("default"))) void streampool_fake_vmm_live(
+    unsigned long long* physical_allocations, unsigned long long* mapped_bytes, unsigned long long* reservations,
+    unsigned long long* reserved_bytes) {
+  auto& vmm = fake::state();
+  std::shared_lock lock(vmm.mutex);
+  if (physical_allocations != nullptr) *physical_allocations = fake::live_physical.load(std::memory_order_relaxed);
+  if (mapped_bytes != nullptr) {
+    *mapped_bytes = 0;
+    for (const auto& [base, mapping] : vmm.mappings) *mapped_bytes += mapping.size;
+  }
+  if (reservations != nullptr) *reservations = vmm.reservations.size();
+  if (reserved_bytes != nullptr) {
+    *reserved_bytes = 0;
+    for (const auto& [base, size] : vmm.reservations) *reserved_bytes += size;
+  }
+}

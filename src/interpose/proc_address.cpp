@@ -8,10 +8,16 @@
 // hand out streampool's definition of it, else the real pointer unchanged. Version and flags are
 // never interpreted here: the real driver's choice of variant is the one we substitute for.
 // The "" probe passes through (its pointer is null). STREAMPOOL_DISABLE=1 passes everything through.
+//
+// A hooked name the real driver does not export at all (CUDA_ERROR_NOT_FOUND: an older driver
+// without cuMemGetMemPool, a driver without the pool family) is still streampool's to serve: the
+// variant the caller's cudaVersion and flags mean is chosen from cudaTypedefs.h's versions
+// (generated: hooked_versions.inc), and the answer is CUDA_SUCCESS with CU_GET_PROC_ADDRESS_SUCCESS.
 #include <cuda.h>
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -109,6 +115,48 @@ void substitute_hooked(const char* symbol, void** pfn, int cuda_version, cuuint6
   }
 }
 
+struct HookedVersion {
+  const char* name;
+  int version;
+  const char* symbol;
+};
+
+constexpr HookedVersion kHookedVersions[] = {
+#include "hooked_versions.inc"
+};
+
+// streampool's definition of the variant (symbol, cuda_version, flags) means, by the versions of
+// cudaTypedefs.h; nullptr when that variant is not hooked or is newer than cuda_version allows.
+void* hooked_variant(std::string_view symbol, int cuda_version, cuuint64_t flags) {
+  const HookedVersion* chosen = nullptr;
+  for (const HookedVersion& entry : kHookedVersions) {
+    if (symbol != entry.name || entry.version > cuda_version) continue;
+    if (chosen == nullptr || entry.version > chosen->version) chosen = &entry;
+  }
+  if (chosen == nullptr) return nullptr;
+  const std::string base = chosen->symbol;
+  if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0) {
+    for (const char* suffix : {"_ptsz", "_ptds"}) {
+      const int index = symbol_index(base + suffix);
+      if (index != kNoSymbol) return hooked_definition(index);
+    }
+  }
+  return hooked_definition(symbol_index(base));
+}
+
+// The real driver does not know `symbol`: serve it if it is one of ours.
+CUresult serve_missing(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult* status, CUresult real_result) {
+  if (symbol == nullptr || pfn == nullptr) return real_result;
+  void* ours = hooked_variant(symbol, cuda_version, flags);
+  if (ours == nullptr) return real_result;
+  STREAMPOOL_LOG_DEBUG("cuGetProcAddress(%s, %d, %llu): the real driver lacks it, streampool serves it", symbol,
+                       cuda_version, static_cast<unsigned long long>(flags));
+  *pfn = ours;
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
 CUresult no_real_entry_point(void** pfn, CUdriverProcAddressQueryResult* status) {
   if (pfn != nullptr) *pfn = nullptr;
   if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -138,7 +186,11 @@ CUresult get_proc_address(bool caller_uses_v2, const char* symbol, void** pfn, i
   try {
     const ReentryGuard guard;
     const CUresult result = ask_real_driver(caller_uses_v2, symbol, pfn, cuda_version, flags, status);
-    if (!guard.nested() && !driver::passthrough_requested()) substitute_hooked(symbol, pfn, cuda_version, flags);
+    if (guard.nested() || driver::passthrough_requested()) return result;
+    if (result == CUDA_ERROR_NOT_FOUND && driver::real_library() != nullptr) {
+      return serve_missing(symbol, pfn, cuda_version, flags, status, result);
+    }
+    substitute_hooked(symbol, pfn, cuda_version, flags);
     return result;
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;  // the only thing that can throw here is the address table

@@ -88,6 +88,19 @@ class Routing : public ::testing::Test {
 
 using RoutingOverAnyDriver = Routing;
 using RoutingOverMiniDriver = Routing;
+using RoutingOverFakeDriver = Routing;
+
+// A hooked name, or the unversioned name of one (cuMemAllocAsync for cuMemAllocAsync_ptsz).
+bool names_a_hook(const std::set<std::string>& hooked, const std::string& symbol) {
+  for (const std::string& name : hooked) {
+    if (name == symbol) return true;
+    if (name.rfind(symbol, 0) == 0 && (name.compare(symbol.size(), 2, "_v") == 0 ||
+                                       name.compare(symbol.size(), 3, "_pt") == 0)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 TEST_F(RoutingOverAnyDriver, EveryCudart13QueryGetsTheRealAnswerOrStreampoolsDefinitionOfThatVariant) {
   const auto hooked = hooked_names();
@@ -98,6 +111,16 @@ TEST_F(RoutingOverAnyDriver, EveryCudart13QueryGetsTheRealAnswerOrStreampoolsDef
     SCOPED_TRACE(query.symbol + " " + std::to_string(query.cuda_version) + " " + std::to_string(query.flags));
     const Answer expected = real(query.symbol.c_str(), query.cuda_version, query.flags);
     const Answer actual = ours(query.symbol.c_str(), query.cuda_version, query.flags);
+    if (expected.result == CUDA_ERROR_NOT_FOUND && expected.status == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND &&
+        names_a_hook(hooked, query.symbol)) {
+      // A hooked name the driver underneath lacks: streampool serves it anyway.
+      EXPECT_EQ(actual.result, CUDA_SUCCESS);
+      EXPECT_EQ(actual.status, CU_GET_PROC_ADDRESS_SUCCESS);
+      EXPECT_EQ(hooked.count(symbol_at(actual.function)), 1U) << symbol_at(actual.function);
+      EXPECT_TRUE(inside_streampool(actual.function));
+      ++substituted;
+      continue;
+    }
     EXPECT_EQ(actual.result, expected.result);
     EXPECT_EQ(actual.status, expected.status);
     const std::string real_name = symbol_at(expected.function);
@@ -120,6 +143,51 @@ TEST_F(RoutingOverAnyDriver, LegacyAndPerThreadAllocVariantsAreDistinctStreampoo
   EXPECT_NE(legacy.function, per_thread.function);
   EXPECT_EQ(legacy.function, streampool_definition("cuMemAllocAsync"));
   EXPECT_EQ(per_thread.function, streampool_definition("cuMemAllocAsync_ptsz"));
+}
+
+// The pool family is streampool's whatever the driver underneath exports (the fake driver
+// exports none of these; an older driver lacks the CUDA 13 ones).
+TEST_F(RoutingOverAnyDriver, EveryPoolEntryPointIsStreampoolsEvenWhereTheDriverLacksIt) {
+  const char* const names[] = {
+      "cuMemPoolCreate",       "cuMemPoolDestroy",       "cuMemPoolGetAttribute",
+      "cuMemPoolSetAttribute", "cuMemPoolGetAccess",     "cuMemPoolSetAccess",
+      "cuMemPoolTrimTo",       "cuMemSetMemPool",        "cuMemGetMemPool",
+      "cuMemGetDefaultMemPool", "cuDeviceGetDefaultMemPool", "cuDeviceGetMemPool",
+      "cuDeviceSetMemPool",    "cuMemPoolExportToShareableHandle", "cuMemPoolImportFromShareableHandle",
+      "cuMemPoolExportPointer", "cuMemPoolImportPointer", "cuMemAllocFromPoolAsync"};
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    const Answer answer = ours(name, 13000, CU_GET_PROC_ADDRESS_DEFAULT);
+    void* function = nullptr;
+
+    EXPECT_EQ(answer.result, CUDA_SUCCESS);
+    EXPECT_EQ(answer.status, CU_GET_PROC_ADDRESS_SUCCESS);
+    EXPECT_EQ(answer.function, streampool_definition(name));
+    EXPECT_EQ(ours_v1_(name, &function, 13000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_SUCCESS);
+    EXPECT_EQ(function, streampool_definition(name));
+  }
+}
+
+// The fake driver exports no cuMemPoolDestroy and knows the versions of cudaTypedefs.h.
+TEST_F(RoutingOverFakeDriver, AHookedNameTheDriverLacksIsNotServedBeforeItsVersion) {
+  const Answer expected = real("cuMemPoolDestroy", 11000, CU_GET_PROC_ADDRESS_DEFAULT);
+  const Answer actual = ours("cuMemPoolDestroy", 11000, CU_GET_PROC_ADDRESS_DEFAULT);
+  const Answer current = ours("cuMemPoolDestroy", 11020, CU_GET_PROC_ADDRESS_DEFAULT);
+
+  EXPECT_EQ(real("cuMemPoolDestroy", 11020, CU_GET_PROC_ADDRESS_DEFAULT).result, CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(actual.result, CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(actual.status, expected.status);
+  EXPECT_EQ(actual.status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT_EQ(actual.function, nullptr);
+  EXPECT_EQ(current.result, CUDA_SUCCESS);
+  EXPECT_EQ(current.function, streampool_definition("cuMemPoolDestroy"));
+}
+
+TEST_F(RoutingOverAnyDriver, PerThreadFlagServesThePerThreadVariantOfAHookedName) {
+  const Answer answer = ours("cuMemAllocFromPoolAsync", 11020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+
+  ASSERT_EQ(answer.result, CUDA_SUCCESS);
+  EXPECT_EQ(answer.function, streampool_definition("cuMemAllocFromPoolAsync_ptsz"));
 }
 
 TEST_F(RoutingOverAnyDriver, EmptyProbeGetsTheRealAnswer) {

@@ -202,7 +202,11 @@ bool live_pool(core::Pool* pool) noexcept {
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) [[unlikely]] return forward(driver::real().*real_entry, dptr, stream);
-  if (dptr == 0) return CUDA_SUCCESS;
+  if (dptr == 0) [[unlikely]] {
+    // Nothing to free, but the stream is checked as an allocation on it would be.
+    RouteEntry* route = nullptr;
+    return find_route(stream, per_thread, &route);
+  }
   if (driver::captures_possible() && capture_forwards(stream, per_thread)) [[unlikely]] {
     return forward(driver::real().*real_entry, dptr, stream);
   }

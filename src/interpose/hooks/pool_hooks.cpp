@@ -6,10 +6,15 @@
 // rules for host, host-NUMA and managed pools. Handle types other than none -> CUDA_ERROR_NOT_SUPPORTED
 // (consistent with CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 0), and so is the
 // hardware-decompress usage bit.
+#include <algorithm>
+#include <cstdint>
+
 #include "call_counters.hpp"
+#include "core/sizes.hpp"
 #include "driver/device_context.hpp"
 #include "process_state.hpp"
 #include "driver/vmm_backing.hpp"
+#include "raw_enum.hpp"
 
 namespace streampool::interpose {
 
@@ -42,23 +47,32 @@ bool all_devices_have_concurrent_managed_access() noexcept {
   return true;
 }
 
+// The largest cap a pool keeps: caps are whole growth chunks (MAX_POOL_SIZE may read back higher
+// than asked, as the spec allows), and a maxSize within one chunk of 2^64 cannot round up.
+constexpr std::size_t kLargestMaxSize = core::round_down(SIZE_MAX, core::kGrowthChunkBytes);
+
 // CUmemPoolProps -> the engine's PoolProps, or the driver's error for props it would refuse.
+// Enum fields are read as the ints the program stored (raw_enum.hpp): any value is answered.
 CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
   if (!all_zero(in.reserved, sizeof in.reserved)) return CUDA_ERROR_INVALID_VALUE;
   if (in.win32SecurityAttributes != nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const unsigned handle_types = static_cast<unsigned>(in.handleTypes);
+  const auto handle_types = static_cast<unsigned>(raw_enum(in.handleTypes));
   constexpr unsigned kKnownHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_WIN32 |
                                          CU_MEM_HANDLE_TYPE_WIN32_KMT | CU_MEM_HANDLE_TYPE_FABRIC;
   if ((handle_types & ~kKnownHandleTypes) != 0) return CUDA_ERROR_INVALID_VALUE;
-  out->allocation_type = static_cast<int>(in.allocType);
-  out->location_type = static_cast<int>(in.location.type);
+  const int allocation_type = raw_enum(in.allocType);
+  const int location_type = raw_enum(in.location.type);
+  out->allocation_type = allocation_type;
+  out->location_type = location_type;
   out->location_id = in.location.id;
   out->handle_types = handle_types;
-  out->max_size = in.maxSize;
+  // A cap beyond any address space is kept (the backing reserves what the location can hold,
+  // so allocations up to the device's memory succeed); only the last chunk below 2^64 is clamped.
+  out->max_size = std::min<std::size_t>(in.maxSize, kLargestMaxSize);
   out->hw_decompress = (in.usage & driver::kMemPoolUsageHwDecompress) != 0;
   out->locality_domain_id = -1;
-  if (in.allocType == CU_MEM_ALLOCATION_TYPE_PINNED) {
-    switch (in.location.type) {
+  if (allocation_type == CU_MEM_ALLOCATION_TYPE_PINNED) {
+    switch (location_type) {
       case CU_MEM_LOCATION_TYPE_DEVICE:
         if (!driver::valid_device(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         out->kind = core::PoolKind::device;
@@ -75,9 +89,9 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
       default:  // None, HostNumaCurrent, anything else
         return CUDA_ERROR_INVALID_VALUE;
     }
-  } else if (in.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+  } else if (allocation_type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
     if (handle_types != 0 || in.maxSize != 0 || in.usage != 0) return CUDA_ERROR_INVALID_VALUE;
-    switch (in.location.type) {
+    switch (location_type) {
       case CU_MEM_LOCATION_TYPE_NONE:
       case CU_MEM_LOCATION_TYPE_HOST:
         break;
@@ -136,16 +150,21 @@ CUresult pool_destroy(CUmemoryPool handle) noexcept {
   }
 }
 
-bool valid_access_location(const CUmemLocation& location) noexcept {
-  switch (location.type) {
+bool valid_access_location(int location_type, int location_id) noexcept {
+  switch (location_type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-      return driver::valid_device(location.id);
+      return driver::valid_device(location_id);
     case CU_MEM_LOCATION_TYPE_HOST:
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
       return true;
     default:
       return false;
   }
+}
+
+bool valid_access_flags(int flags) noexcept {
+  return flags == CU_MEM_ACCESS_FLAGS_PROT_NONE || flags == CU_MEM_ACCESS_FLAGS_PROT_READ ||
+         flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 }
 
 CUresult pool_set_access(CUmemoryPool handle, const CUmemAccessDesc* map, size_t count) noexcept {
@@ -159,23 +178,21 @@ CUresult pool_set_access(CUmemoryPool handle, const CUmemAccessDesc* map, size_t
     access.reserve(count);
     const core::PoolProps& props = engine().props(pool);
     for (size_t i = 0; i < count; ++i) {
-      if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
-          map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
-        return CUDA_ERROR_INVALID_VALUE;
-      }
+      const int flags = raw_enum(map[i].flags);
+      const int location_type = raw_enum(map[i].location.type);
+      const int location_id = map[i].location.id;
+      if (!valid_access_flags(flags)) return CUDA_ERROR_INVALID_VALUE;
       // What driver 580 answers (measured, tools/gpu/probe_pool_access.py): a device that does
       // not exist is INVALID_DEVICE; the owning device keeps read-write, so read-only is
       // NOT_SUPPORTED and revoking it INVALID_DEVICE.
-      if (map[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && !driver::valid_device(map[i].location.id)) {
+      if (location_type == CU_MEM_LOCATION_TYPE_DEVICE && !driver::valid_device(location_id)) {
         return CUDA_ERROR_INVALID_DEVICE;
       }
-      if (!valid_access_location(map[i].location)) return CUDA_ERROR_INVALID_VALUE;
-      const bool owner = static_cast<int>(map[i].location.type) == props.location_type &&
-                         map[i].location.id == props.location_id;
-      if (owner && map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ) return CUDA_ERROR_NOT_SUPPORTED;
-      if (owner && map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE) return CUDA_ERROR_INVALID_DEVICE;
-      access.push_back(core::AccessDescriptor{static_cast<int>(map[i].location.type), map[i].location.id,
-                                              static_cast<int>(map[i].flags)});
+      if (!valid_access_location(location_type, location_id)) return CUDA_ERROR_INVALID_VALUE;
+      const bool owner = location_type == props.location_type && location_id == props.location_id;
+      if (owner && flags == CU_MEM_ACCESS_FLAGS_PROT_READ) return CUDA_ERROR_NOT_SUPPORTED;
+      if (owner && flags == CU_MEM_ACCESS_FLAGS_PROT_NONE) return CUDA_ERROR_INVALID_DEVICE;
+      access.push_back(core::AccessDescriptor{location_type, location_id, flags});
     }
     return to_cuda(engine().set_access(pool, access));
   } catch (...) {
@@ -190,9 +207,10 @@ CUresult pool_get_access(CUmemAccess_flags* flags, CUmemoryPool handle, CUmemLoc
   try {
     core::Pool* pool = pool_of(handle);
     if (flags == nullptr || location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
-    if (!valid_access_location(*location)) return CUDA_ERROR_INVALID_VALUE;
+    const int location_type = raw_enum(location->type);
+    if (!valid_access_location(location_type, location->id)) return CUDA_ERROR_INVALID_VALUE;
     int granted = 0;
-    core::Status status = engine().get_access(pool, static_cast<int>(location->type), location->id, &granted);
+    core::Status status = engine().get_access(pool, location_type, location->id, &granted);
     if (core::ok(status)) *flags = static_cast<CUmemAccess_flags>(granted);
     return to_cuda(status);
   } catch (...) {
@@ -218,9 +236,10 @@ CUresult pool_trim_to(CUmemoryPool handle, size_t min_bytes_to_keep) noexcept {
 enum class Place { device, host, managed, invalid };
 
 // Which directory entry a (location, allocation type) pair names, per the spec of cuMemGetMemPool.
-Place place_of(const CUmemLocation& location, CUmemAllocationType type) noexcept {
-  if (type == CU_MEM_ALLOCATION_TYPE_PINNED) {
-    switch (location.type) {
+// Both are the ints the program passed (any value: an unknown one names no entry).
+Place place_of(int location_type, int location_id, int allocation_type) noexcept {
+  if (allocation_type == CU_MEM_ALLOCATION_TYPE_PINNED) {
+    switch (location_type) {
       case CU_MEM_LOCATION_TYPE_DEVICE:
         return Place::device;
       case CU_MEM_LOCATION_TYPE_HOST:
@@ -230,14 +249,14 @@ Place place_of(const CUmemLocation& location, CUmemAllocationType type) noexcept
         return Place::invalid;
     }
   }
-  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
-    switch (location.type) {
+  if (allocation_type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+    switch (location_type) {
       case CU_MEM_LOCATION_TYPE_NONE:
       case CU_MEM_LOCATION_TYPE_HOST:
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
         return Place::managed;
       case CU_MEM_LOCATION_TYPE_DEVICE:
-        return driver::valid_device(location.id) ? Place::managed : Place::invalid;
+        return driver::valid_device(location_id) ? Place::managed : Place::invalid;
       default:
         return Place::invalid;
     }
@@ -254,12 +273,11 @@ CUresult shared_pool(Shared which, bool current, core::Pool** pool) noexcept {
   return current ? pools().shared_current(which, pool) : pools().shared_default(which, pool);
 }
 
-CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, CUmemAllocationType type,
-                     bool current) {
+CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, int allocation_type, bool current) {
   if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
   core::Pool* pool = nullptr;
   CUresult result = CUDA_ERROR_INVALID_VALUE;
-  switch (place_of(*location, type)) {
+  switch (place_of(raw_enum(location->type), location->id, allocation_type)) {
     case Place::device:
       if (!driver::valid_device(location->id)) return CUDA_ERROR_INVALID_VALUE;
       result = device_pool(location->id, current, &pool);
@@ -277,15 +295,18 @@ CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, CUme
   return result;
 }
 
+// Which real entry point mem_get_pool forwards to: a member of the driver table, reached only when
+// the call is forwarded.
+using MemGetPoolEntry = decltype(&::cuMemGetMemPool) driver::DriverTable::*;
+
 // cuMemGetDefaultMemPool (current = false) and cuMemGetMemPool (current = true).
-template <class RealCall>
-CUresult mem_get_pool(Hook hook, CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type,
-                      bool current, RealCall real_call) noexcept {
+CUresult mem_get_pool(Hook hook, MemGetPoolEntry real_entry, CUmemoryPool* pool_out, CUmemLocation* location,
+                      CUmemAllocationType type, bool current) noexcept {
   count_call(hook);
   HookScope scope;
-  if (bypass(scope)) return real_call();
+  if (bypass(scope)) return forward(driver::real().*real_entry, pool_out, location, type);
   try {
-    return lookup_pool(pool_out, location, type, current);
+    return lookup_pool(pool_out, location, static_cast<int>(type), current);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
@@ -299,14 +320,16 @@ CUresult mem_set_pool(CUmemLocation* location, CUmemAllocationType type, CUmemor
     core::Pool* pool = pool_of(handle);
     if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
     const core::PoolProps& props = engine().props(pool);
+    const int allocation_type = static_cast<int>(type);
+    const int location_type = raw_enum(location->type);
     // The pool must match the location and allocation type it is made current for.
-    if (props.allocation_type != static_cast<int>(type)) return CUDA_ERROR_INVALID_VALUE;
-    switch (place_of(*location, type)) {
+    if (props.allocation_type != allocation_type) return CUDA_ERROR_INVALID_VALUE;
+    switch (place_of(location_type, location->id, allocation_type)) {
       case Place::device:
         if (props.kind != core::PoolKind::device || props.location_id != location->id) return CUDA_ERROR_INVALID_VALUE;
         return pools().set_device_current(location->id, pool);
       case Place::host:
-        if (props.kind != core::PoolKind::pinned_host || props.location_type != static_cast<int>(location->type)) {
+        if (props.kind != core::PoolKind::pinned_host || props.location_type != location_type) {
           return CUDA_ERROR_INVALID_VALUE;
         }
         return pools().set_shared_current(Shared::host, pool);
@@ -396,15 +419,13 @@ STREAMPOOL_HOOK CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) { r
 
 STREAMPOOL_HOOK CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
                                                 CUmemAllocationType type) {
-  return sp::mem_get_pool(Hook::cuMemGetDefaultMemPool, pool_out, location, type, false, [=] {
-    return sp::forward(streampool::driver::real().cuMemGetDefaultMemPool, pool_out, location, type);
-  });
+  return sp::mem_get_pool(Hook::cuMemGetDefaultMemPool, &streampool::driver::DriverTable::cuMemGetDefaultMemPool,
+                          pool_out, location, type, false);
 }
 
 STREAMPOOL_HOOK CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
-  return sp::mem_get_pool(Hook::cuMemGetMemPool, pool, location, type, true, [=] {
-    return sp::forward(streampool::driver::real().cuMemGetMemPool, pool, location, type);
-  });
+  return sp::mem_get_pool(Hook::cuMemGetMemPool, &streampool::driver::DriverTable::cuMemGetMemPool, pool, location,
+                          type, true);
 }
 
 STREAMPOOL_HOOK CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {

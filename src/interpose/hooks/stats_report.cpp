@@ -1,5 +1,9 @@
 #include "stats_report.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -72,21 +76,49 @@ void append_pool(std::string& out, core::Engine& engine, PoolDirectory& director
   out += '}';
 }
 
+// Writes all of `text` to `path` (created or truncated). False with errno set when any step
+// fails, the final close included: a full disk often shows only there.
+bool write_file(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  const char* cursor = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t written = ::write(fd, cursor, left);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      const int saved = written < 0 ? errno : ENOSPC;
+      ::close(fd);
+      errno = saved;
+      return false;
+    }
+    cursor += written;
+    left -= static_cast<std::size_t>(written);
+  }
+  return ::close(fd) == 0;
+}
+
 std::atomic<bool> report_registered{false};
+std::atomic<pid_t> report_owner{0};  // the process that registered the report
 
 void write_report_at_exit() {
-  const char* path = std::getenv("STREAMPOOL_STATS");
-  if (path == nullptr || path[0] == '\0') return;
+  const char* setting = std::getenv("STREAMPOOL_STATS");
+  if (setting == nullptr || setting[0] == '\0') return;
   try {
-    std::string report = stats_json();
-    std::FILE* file = std::fopen(path, "w");
-    if (file == nullptr) {
-      STREAMPOOL_LOG_WARN("cannot write STREAMPOOL_STATS report to %s", path);
+    const pid_t self = getpid();
+    if (self != report_owner.load(std::memory_order_relaxed) && !names_each_process(setting)) {
+      // A child forked after the report was registered inherited the handler: the path names the
+      // parent's report, which the child must not overwrite.
+      STREAMPOOL_LOG_INFO("forked child %d leaves the STREAMPOOL_STATS report to its parent (use %%p in the path "
+                          "for one report per process)",
+                          static_cast<int>(self));
       return;
     }
-    std::fwrite(report.data(), 1, report.size(), file);
-    std::fputc('\n', file);
-    std::fclose(file);
+    const std::string path = expand_stats_path(setting, self);
+    const std::string report = stats_json() + '\n';
+    if (!write_file(path, report)) {
+      STREAMPOOL_LOG_WARN("cannot write the STREAMPOOL_STATS report to %s: %s", path.c_str(), std::strerror(errno));
+    }
   } catch (...) {
     STREAMPOOL_LOG_WARN("STREAMPOOL_STATS report failed");
   }
@@ -146,11 +178,41 @@ std::string stats_json() {
   return out;
 }
 
+std::string expand_stats_path(std::string_view setting, pid_t pid) {
+  std::string path;
+  path.reserve(setting.size() + 16);
+  for (std::size_t i = 0; i < setting.size(); ++i) {
+    if (setting[i] == '%' && i + 1 < setting.size() && (setting[i + 1] == 'p' || setting[i + 1] == '%')) {
+      if (setting[i + 1] == 'p') {
+        path += std::to_string(pid);
+      } else {
+        path += '%';
+      }
+      ++i;
+    } else {
+      path += setting[i];
+    }
+  }
+  return path;
+}
+
+bool names_each_process(std::string_view setting) {
+  for (std::size_t i = 0; i + 1 < setting.size(); ++i) {
+    if (setting[i] != '%') continue;
+    if (setting[i + 1] == 'p') return true;
+    ++i;  // "%%" is a literal percent sign
+  }
+  return false;
+}
+
 void register_stats_report_at_exit() noexcept {
   const char* path = std::getenv("STREAMPOOL_STATS");
   if (path == nullptr || path[0] == '\0') return;
   bool expected = false;
-  if (report_registered.compare_exchange_strong(expected, true)) std::atexit(&write_report_at_exit);
+  if (report_registered.compare_exchange_strong(expected, true)) {
+    report_owner.store(getpid(), std::memory_order_relaxed);
+    std::atexit(&write_report_at_exit);
+  }
 }
 
 }  // namespace streampool::interpose

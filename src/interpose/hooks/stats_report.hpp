@@ -3,15 +3,27 @@
 //
 // STREAMPOOL_STATS=<path> writes it as JSON at exit (the atexit handler is registered on the first
 // hook call, after the real driver was loaded, so it runs before the driver's own teardown).
+// In the path, %p stands for the process id and %% for a percent sign, so that the processes of
+// one job (LD_PRELOAD and STREAMPOOL_STATS are inherited) each write their own report. A child
+// forked after the report was registered writes one only when the path holds %p: otherwise the
+// path names its parent's report. A report that cannot be written (no such folder, a full disk)
+// leaves the exit status alone and says why on stderr at STREAMPOOL_LOG=warn.
 // streampool_stats_json() (exported, C) writes the same report into a caller's buffer.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <string_view>
 
 namespace streampool::interpose {
 
 std::string stats_json();
 void register_stats_report_at_exit() noexcept;
+// STREAMPOOL_STATS's value with %p and %% expanded for the process `pid`.
+std::string expand_stats_path(std::string_view setting, pid_t pid);
+// Whether the value holds %p (each process writes its own report).
+bool names_each_process(std::string_view setting);
 
 }  // namespace streampool::interpose
 

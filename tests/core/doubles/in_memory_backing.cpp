@@ -22,17 +22,18 @@ core::Status InMemoryBacking::reserve(std::size_t bytes, std::uintptr_t* base) {
   return core::Status::success;
 }
 
-void InMemoryBacking::unreserve(std::uintptr_t base, std::size_t bytes) {
+core::Status InMemoryBacking::unreserve(std::uintptr_t base, std::size_t bytes) {
   std::lock_guard guard(mutex_);
   auto it = reservations_.find(base);
   if (it == reservations_.end() || it->second != bytes) {
     ++errors_;
-    return;
+    return core::Status::success;  // an engine bug, counted in errors_
   }
   for (std::uintptr_t g = base; g < base + bytes; g += config_.granule_bytes) {
     if (mapped_granules_.count(g) != 0) ++errors_;  // unreserving mapped memory
   }
   reservations_.erase(it);
+  return core::Status::success;
 }
 
 core::Status InMemoryBacking::map(std::uintptr_t address, std::size_t bytes,
@@ -58,7 +59,7 @@ core::Status InMemoryBacking::map(std::uintptr_t address, std::size_t bytes,
   return core::Status::success;
 }
 
-void InMemoryBacking::unmap(std::uintptr_t address, std::size_t bytes) {
+core::Status InMemoryBacking::unmap(std::uintptr_t address, std::size_t bytes) {
   std::lock_guard guard(mutex_);
   ++unmap_calls_;
   // CUDA unmaps only a whole mapping: anything else is an engine bug.
@@ -71,6 +72,7 @@ void InMemoryBacking::unmap(std::uintptr_t address, std::size_t bytes) {
   for (std::uintptr_t g = address; g < address + bytes; g += config_.granule_bytes) {
     if (mapped_granules_.erase(g) == 0) ++errors_;
   }
+  return core::Status::success;  // misuse is counted in errors_, not answered
 }
 
 core::Status InMemoryBacking::set_access(std::uintptr_t address, std::size_t bytes,

@@ -28,10 +28,10 @@ class InMemoryBacking final : public core::Backing {
   std::size_t granule_bytes() const override { return config_.granule_bytes; }
   std::size_t reservation_bytes() const override { return config_.reservation_bytes; }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override;
-  void unreserve(std::uintptr_t base, std::size_t bytes) override;
+  core::Status unreserve(std::uintptr_t base, std::size_t bytes) override;
   core::Status map(std::uintptr_t address, std::size_t bytes,
                    std::span<const core::AccessDescriptor> access) override;
-  void unmap(std::uintptr_t address, std::size_t bytes) override;
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override;
   core::Status set_access(std::uintptr_t address, std::size_t bytes,
                           std::span<const core::AccessDescriptor> access) override;
 

@@ -21,10 +21,10 @@ class WatchedBacking final : public core::Backing {
   std::size_t granule_bytes() const override { return inner_.granule_bytes(); }
   std::size_t reservation_bytes() const override { return inner_.reservation_bytes(); }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override { return inner_.reserve(bytes, base); }
-  void unreserve(std::uintptr_t base, std::size_t bytes) override { inner_.unreserve(base, bytes); }
+  core::Status unreserve(std::uintptr_t base, std::size_t bytes) override { return inner_.unreserve(base, bytes); }
   core::Status map(std::uintptr_t address, std::size_t bytes,
                    std::span<const core::AccessDescriptor> access) override;
-  void unmap(std::uintptr_t address, std::size_t bytes) override { inner_.unmap(address, bytes); }
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override { return inner_.unmap(address, bytes); }
   core::Status set_access(std::uintptr_t address, std::size_t bytes,
                           std::span<const core::AccessDescriptor> access) override {
     return inner_.set_access(address, bytes, access);
