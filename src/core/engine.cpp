@@ -281,6 +281,8 @@ void Engine::commit(const SyncTicket& ticket) {
 
 void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }
 
+std::size_t Engine::stream_slots() const { return state_->order.slot_count(); }
+
 void Engine::set_strict_reuse(bool strict) noexcept { state_->order.set_strict_reuse(strict); }
 
 void Engine::stream_ended(StreamKey stream) { state_->order.stream_ended(stream); }

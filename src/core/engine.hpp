@@ -88,6 +88,10 @@ class Engine {
   // Defence in depth (see HappensBefore::set_strict_reuse); off by default.
   void set_strict_reuse(bool strict) noexcept;
 
+  // How many stream slots the tracking holds (live streams, and ended ones whose frees are not
+  // yet known complete): what its clocks cost. For tests and reports.
+  std::size_t stream_slots() const;
+
   // --- ordering the program makes ------------------------------------------------------
   // An event record: `real_record` makes the real call and says whether it succeeded. The
   // event's tracking changes only then, and under the event's lock, so that it always
