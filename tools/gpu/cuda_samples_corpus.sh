@@ -237,7 +237,7 @@ if [[ ${1:-} == --one-run ]]; then
     fi
     # shellcheck disable=SC2086 # the arguments are plain words from the manifest
     # CUDA_CACHE_DISABLE: a JIT cache filled by the first run would change what the second prints.
-    (cd "$dir_run" && exec timeout -k 5 "$limit" env CUDA_CACHE_DISABLE=1 "${environment[@]}" "$bin/$name" $args \
+    (cd "$dir_run" && exec timeout -k 5 "$limit" env "${environment[@]}" CUDA_CACHE_DISABLE=1 "$bin/$name" $args \
       >"$runs/$which.out" 2>"$runs/$which.err" </dev/null)
     rcs+=($?)
     "$CORPUS_PYTHON" "$CORPUS_HERE/normalise_output.py" --mode "$compare" --replace "$dir_run=RUNDIR" \
