@@ -7,6 +7,7 @@
 #include <new>
 
 #include "call_counters.hpp"
+#include "entry_delay.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -25,7 +26,9 @@ CUresult guarded(Body&& body) noexcept {
 
 }  // namespace fake
 
-// Counts the call and runs `impl_call` (an expression returning CUresult) under guarded().
+// Counts the call and runs `impl_call` (an expression returning CUresult) under guarded(), between
+// the entry point's test delays (entry_delay.hpp).
 #define FAKE_ENTRY(impl_call) \
   FAKE_COUNT_CALL();          \
+  FAKE_DELAY_SCOPE();         \
   return ::fake::guarded([&]() -> CUresult { return impl_call; })
