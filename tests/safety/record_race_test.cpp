@@ -17,8 +17,8 @@
 namespace safety {
 namespace {
 
-constexpr unsigned kWindowUs = 60000;  // how long the racing call is held open
-constexpr int kInsideWindowMs = 20;    // when the other thread acts, counted from the racing call's start
+constexpr unsigned kWindowUs = 60000;  // how long the fake driver holds the racing call
+constexpr int kSettleMs = 5;           // for a call held after it acted: time to act first
 
 class RecordRace : public SafetyTest {
  protected:
@@ -35,15 +35,17 @@ class RecordRace : public SafetyTest {
     SafetyTest::TearDown();
   }
 
-  // Runs `racing` (a call the fake holds open) on another thread and `inside` on this one while
-  // the racing call is held, then waits for the racing call to return.
+  // Runs `racing` on another thread; once that call is inside the fake driver's entry point
+  // `held` (which holds it open), runs `inside` on this thread; then waits for the racing call.
   template <class Racing, class Inside>
-  void race(Racing racing, Inside inside) {
+  void race(const char* held, Racing racing, Inside inside) {
+    const unsigned long long calls_before = fake_calls(held);
     std::thread other([&] {
       SP(cuCtxSetCurrent)(primary);
       racing();
     });
-    sleep_ms(kInsideWindowMs);
+    wait_for_call(held, calls_before);
+    sleep_ms(kSettleMs);
     inside();
     other.join();
     clear_delays();
@@ -56,7 +58,7 @@ TEST_F(RecordRace, QueriesDuringARecordProveNothingAboutTheNewRecord) {
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, a));
   set_delay_before("cuEventRecord", kWindowUs);
 
-  race([&] { SP(cuEventRecord)(event, a); }, [&] { SP(cuEventQuery)(event); });  // the old record's answer
+  race("cuEventRecord", [&] { SP(cuEventRecord)(event, a); }, [&] { SP(cuEventQuery)(event); });  // the old record's answer
   ASSERT_NO_FATAL_FAILURE(take_block(new_owner, old_owner, pool, b));
 
   expect_safe(a, b);
@@ -86,7 +88,7 @@ TEST_F(RecordRace, SynchronizeDuringARecordProvesNothingAboutTheNewRecord) {
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, a));
   set_delay_before("cuEventRecord", kWindowUs);
 
-  race([&] { SP(cuEventRecord)(event, a); }, [&] { SP(cuEventSynchronize)(event); });
+  race("cuEventRecord", [&] { SP(cuEventRecord)(event, a); }, [&] { SP(cuEventSynchronize)(event); });
   ASSERT_NO_FATAL_FAILURE(take_block(new_owner, old_owner, pool, b));
 
   expect_safe(a, b);
@@ -96,7 +98,7 @@ TEST_F(RecordRace, AWaitMadeBeforeTheRecordActedDoesNotOrderTheWaiterAfterTheFre
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, a));
   set_delay_before("cuEventRecord", kWindowUs);
 
-  race([&] { SP(cuEventRecord)(event, a); },
+  race("cuEventRecord", [&] { SP(cuEventRecord)(event, a); },
        [&] {
          ASSERT_EQ(SP(cuStreamWaitEvent)(b, event, 0), CUDA_SUCCESS);  // on the old record
          take_block(new_owner, old_owner, pool, b);
@@ -110,7 +112,7 @@ TEST_F(RecordRace, ARecordMadeWhileAWaitReturnsDoesNotOrderTheWaiterAfterTheFree
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, a));
   set_delay_after("cuStreamWaitEvent", kWindowUs);
 
-  race([&] { SP(cuStreamWaitEvent)(b, event, 0); }, [&] { SP(cuEventRecord)(event, a); });
+  race("cuStreamWaitEvent", [&] { SP(cuStreamWaitEvent)(b, event, 0); }, [&] { SP(cuEventRecord)(event, a); });
   ASSERT_NO_FATAL_FAILURE(take_block(new_owner, old_owner, pool, b));
 
   expect_safe(a, b);
@@ -124,7 +126,7 @@ TEST_F(RecordRace, TwoRecordsOfOneEventAtOnceLeaveTheTrackingOfTheRecordThatActe
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, a));
   set_delay_before("cuEventRecordWithFlags", kWindowUs);
 
-  race([&] { SP(cuEventRecordWithFlags)(event, idle, CU_EVENT_RECORD_DEFAULT); },
+  race("cuEventRecordWithFlags", [&] { SP(cuEventRecordWithFlags)(event, idle, CU_EVENT_RECORD_DEFAULT); },
        [&] { SP(cuEventRecord)(event, a); });
   ASSERT_EQ(SP(cuStreamSynchronize)(idle), CUDA_SUCCESS);
   SP(cuEventQuery)(event);  // the driver answers about whichever record acted last

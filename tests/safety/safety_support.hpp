@@ -60,6 +60,15 @@ inline void set_delay_after(const char* entry_point, unsigned microseconds) {
   ASSERT_NE(set, nullptr) << "the fake driver has no streampool_fake_set_delay_after";
   set(entry_point, microseconds);
 }
+// How many calls reached the fake driver's entry point `name` (counted as a call enters it).
+inline unsigned long long fake_calls(const char* entry_point) {
+  auto counter = reinterpret_cast<unsigned long long (*)(const char*)>(fake_symbol("streampool_fake_counter"));
+  return counter == nullptr ? 0 : counter(entry_point);
+}
+// Waits until a call entered `entry_point` after `calls_before` were counted.
+inline void wait_for_call(const char* entry_point, unsigned long long calls_before) {
+  while (fake_calls(entry_point) == calls_before) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
 inline void clear_delays() {
   if (auto clear = reinterpret_cast<void (*)()>(fake_symbol("streampool_fake_clear_delays"))) clear();
 }

@@ -81,11 +81,13 @@ void destroy_while_another_thread_reuses_the_handle(const char* destroy_name, CU
   auto destroy = reinterpret_cast<decltype(&::cuStreamDestroy_v2)>(streampool_symbol(destroy_name));
   ASSERT_NE(destroy, nullptr);
   set_delay_after(destroy_name, 60000);
+  const unsigned long long calls_before = fake_calls(destroy_name);
   std::thread destroyer([&] {
     SP(cuCtxSetCurrent)(context);
     destroy(old_stream);
   });
-  sleep_ms(20);
+  wait_for_call(destroy_name, calls_before);
+  sleep_ms(5);  // the destroy acts at once, then the fake holds it
   const CUresult created = SP(cuStreamCreate)(reused, CU_STREAM_NON_BLOCKING);
   CUdeviceptr early = 0;
   const CUresult allocated = SP(cuMemAllocFromPoolAsync)(&early, 4096, pool, *reused);

@@ -344,5 +344,47 @@ TEST_F(Stress, StreamsCreatedWhileOthersAreDestroyedNeverTakeABlockEarly) {
   expect_no_violation();
 }
 
+// Class 6 across contexts: two threads create, use and destroy streams of the primary context
+// (the fake driver holding each destroy open after the handle is free) and synchronize the primary
+// context; two threads create streams of a created context C2, often on those handles, free a
+// block on each behind work, and take the same size on a stream of C2.
+TEST_F(Stress, StreamsOfAnotherContextCreatedWhileOthersAreDestroyedNeverTakeABlockEarly) {
+  CUcontext created = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
+  CUstream taking[kThreads] = {};
+  for (CUstream& stream : taking) ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(SP(cuCtxPopCurrent_v2)(&popped), CUDA_SUCCESS);
+  set_delay_after("cuStreamDestroy_v2", 5000);
+
+  run_threads([&](int index, std::mt19937& random) {
+    const bool in_primary = index < kThreads / 2;
+    if (!in_primary) SP(cuCtxSetCurrent)(created);
+    CUstream stream = nullptr;
+    if (SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+      failures.fetch_add(1);
+      return;
+    }
+    if (in_primary) {
+      const Use* met = give_up(stream, pool, 0);  // streampool meets the stream
+      SP(cuStreamDestroy_v2)(stream);
+      SP(cuCtxSynchronize)();
+      wait_for({met});
+      return;
+    }
+    const Use* freed = give_up(stream, pool, work_us(random));
+    SP(cuStreamDestroy_v2)(stream);
+    wait_for({freed, take(taking[index], pool, work_us(random), index)});
+  });
+
+  expect_no_violation();
+  SP(cuCtxPushCurrent_v2)(created);
+  SP(cuCtxSynchronize)();
+  free_kept();
+  for (CUstream stream : taking) SP(cuStreamDestroy_v2)(stream);
+  SP(cuCtxDestroy_v2)(created);
+  SP(cuCtxSetCurrent)(primary);
+}
+
 }  // namespace
 }  // namespace safety
