@@ -2,8 +2,8 @@
 //
 // HandleSet: which Pool pointers are live handles. A program may pass any value as a pool
 // handle (the driver segfaults on a bad one; streampool answers CUDA_ERROR_INVALID_VALUE), so
-// a handle is checked against this set before it is dereferenced. Pools are never freed while
-// the engine lives, so a stale pointer stays safe to look up.
+// a handle is checked against this set before it is dereferenced; the set never dereferences
+// one itself, so a destroyed (even reclaimed) pool's pointer stays safe to look up.
 // RegionSet: which address ranges belong to some pool (a pointer streampool must serve).
 #pragma once
 
@@ -18,7 +18,9 @@ namespace streampool::core {
 // HandleSet: open addressing over atomic slots, insert-only (a destroyed pool's slot keeps its
 // key with alive = false, and the same pointer coming back revives it). Lookups take no lock
 // and probe a few slots whatever the number of pools; Capacity must be a power of two and
-// stays at most half full (further pools are not recognised: never in practice).
+// stays at most half full (further pools are not recognised). The engine reuses a reclaimed
+// pool's storage for the next pool, so the distinct keys are at most the pools that existed at
+// once, not all that ever did.
 template <std::size_t Capacity>
 class HandleSet {
   static_assert((Capacity & (Capacity - 1)) == 0, "Capacity must be a power of two");
@@ -41,9 +43,11 @@ class HandleSet {
       }
     }
   }
-  void erase(const void* handle) {
+  // True when the handle was live: of two racing erases of one handle, exactly one wins.
+  bool erase(const void* handle) {
     std::lock_guard guard(mutex_);
-    if (Slot* slot = find(handle)) slot->alive.store(false, std::memory_order_release);
+    Slot* slot = find(handle);
+    return slot != nullptr && slot->alive.exchange(false, std::memory_order_acq_rel);
   }
   bool contains(const void* handle) const {
     if (handle == nullptr) return false;
