@@ -4,7 +4,9 @@
 // handle (the driver segfaults on a bad one; streampool answers CUDA_ERROR_INVALID_VALUE), so
 // a handle is checked against this set before it is dereferenced; the set never dereferences
 // one itself, so a destroyed (even reclaimed) pool's pointer stays safe to look up.
-// RegionSet: which address ranges belong to some pool (a pointer streampool must serve).
+// RegionSet: which address ranges belong to some pool (a pointer streampool must serve). A
+// given-back region's slot is reused by the next region added, so the slots in use stay as many
+// as the regions that exist at once.
 #pragma once
 
 #include <array>
@@ -12,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 
 namespace streampool::core {
 
@@ -102,8 +105,7 @@ class RegionSet {
   bool contains(std::uintptr_t address) const {
     const std::size_t count = count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t bytes = slots_[i].bytes.load(std::memory_order_acquire);
-      const std::uintptr_t base = slots_[i].base.load(std::memory_order_relaxed);
+      const auto [base, bytes] = read(slots_[i]);
       if (bytes != 0 && address >= base && address - base < bytes) return true;
     }
     return false;
@@ -114,9 +116,21 @@ class RegionSet {
     std::atomic<std::uintptr_t> base{0};
     std::atomic<std::size_t> bytes{0};
   };
+  // A slot is reused as pools come and go, possibly while a reader looks at it. Writers clear
+  // bytes, then publish base and then bytes, each a release; a reader reads base, bytes, and base
+  // again, and takes the pair only if base did not change: it never pairs one region's base with
+  // another's size (seeing the new bytes implies seeing the new base; seeing the new base implies
+  // not seeing the old bytes).
   static void publish(Slot& slot, std::uintptr_t base, std::size_t bytes) {
-    slot.base.store(base, std::memory_order_relaxed);
+    slot.base.store(base, std::memory_order_release);
     slot.bytes.store(bytes, std::memory_order_release);
+  }
+  static std::pair<std::uintptr_t, std::size_t> read(const Slot& slot) {
+    for (;;) {
+      const std::uintptr_t base = slot.base.load(std::memory_order_acquire);
+      const std::size_t bytes = slot.bytes.load(std::memory_order_acquire);
+      if (slot.base.load(std::memory_order_relaxed) == base) return {base, bytes};
+    }
   }
   std::mutex mutex_;
   std::atomic<std::size_t> count_{0};
