@@ -46,6 +46,9 @@ rm -f "$results"  # never let an earlier run's file stand in for a run that fail
   echo "# lifetimes_bench $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$repo_root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "# machine: $(nproc) cores, $(uname -sr)"
 } >"$results"
+# The results file names the driver relative to the build folder: it is committed, and the
+# machine's own paths mean nothing elsewhere.
 LD_PRELOAD=$preload STREAMPOOL_LIBCUDA=$driver \
-  "$binary" --max-rss-growth-kib="$bound" "${extra_args[@]}" 2>&1 | tee -a "$results"
+  "$binary" --max-rss-growth-kib="$bound" "${extra_args[@]}" 2>&1 |
+  sed -u "s#$build_dir#<build-dir>#g" | tee -a "$results"
 exit "${PIPESTATUS[0]}"
