@@ -107,13 +107,11 @@ ContextStreams streams_of(CUcontext context) noexcept {
 }
 
 void trim_device_pools(CUdevice device) {
-  std::vector<core::Pool*> device_pools;
-  engine().for_each_pool([&device_pools](core::Pool* pool) { device_pools.push_back(pool); });
-  for (core::Pool* pool : device_pools) {
-    if (!engine().is_pool(pool)) continue;
+  // In the visit: a pool destroyed meanwhile on another thread is not reclaimed under it.
+  engine().for_each_pool([device](core::Pool* pool) {
     const core::PoolProps& props = engine().props(pool);
     if (props.kind == core::PoolKind::device && props.location_id == device) engine().trim_to(pool, 0);
-  }
+  });
 }
 
 // The context is gone (the driver destroyed it, waiting for its work).
