@@ -17,12 +17,12 @@ class ForwardingBacking final : public core::Backing {
   std::size_t granule_bytes() const override { return target_.granule_bytes(); }
   std::size_t reservation_bytes() const override { return target_.reservation_bytes(); }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override { return target_.reserve(bytes, base); }
-  void unreserve(std::uintptr_t base, std::size_t bytes) override { target_.unreserve(base, bytes); }
+  core::Status unreserve(std::uintptr_t base, std::size_t bytes) override { return target_.unreserve(base, bytes); }
   core::Status map(std::uintptr_t address, std::size_t bytes,
                    std::span<const core::AccessDescriptor> access) override {
     return target_.map(address, bytes, access);
   }
-  void unmap(std::uintptr_t address, std::size_t bytes) override { target_.unmap(address, bytes); }
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override { return target_.unmap(address, bytes); }
   core::Status set_access(std::uintptr_t address, std::size_t bytes,
                           std::span<const core::AccessDescriptor> access) override {
     return target_.set_access(address, bytes, access);
