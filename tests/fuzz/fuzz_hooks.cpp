@@ -508,9 +508,13 @@ class Actor {
     return location;
   }
 
+  // Tags are written by the "device" (cuMemsetD8): taking the device's or the CPU's access away
+  // from a pool another thread allocates from would fail that thread's tagging. So the shared host
+  // pool is left alone, and an own pool gets full access back at once.
   void set_access() {
     Handle state = Handle::live;
     CUmemoryPool pool = pick_pool(&state);
+    if (pool == world->host_default) return;
     CUmemAccessDesc map[3]{};
     const std::size_t count = input_.ConsumeIntegralInRange<std::size_t>(0, 3);
     for (std::size_t index = 0; index < count; ++index) {
@@ -521,6 +525,14 @@ class Actor {
     }
     const CUresult result = cuMemPoolSetAccess(pool, input_.ConsumeIntegralInRange<int>(0, 9) == 0 ? nullptr : map, count);
     if (state == Handle::dead) require(result != CUDA_SUCCESS, "access of a dead or forged pool fails");
+    if (own_pool(pool) != nullptr) {
+      CUmemAccessDesc full[2]{};
+      full[0].location = world->device_location;
+      full[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      full[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+      full[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      require(cuMemPoolSetAccess(pool, full, 2) == CUDA_SUCCESS, "full access back to an own pool");
+    }
   }
 
   void get_access() {
