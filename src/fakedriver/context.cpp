@@ -39,6 +39,8 @@ std::shared_ptr<Stream> Context::per_thread_stream() {
   if (!mine) {
     mine = std::make_shared<Stream>(this, StreamKind::per_thread_default, 0u, 0);
     std::lock_guard lock(streams_mutex_);
+    // Ended threads' streams go: a weak_ptr keeps a make_shared object's memory alive.
+    std::erase_if(streams_, [](const std::weak_ptr<Stream>& weak) { return weak.expired(); });
     streams_.push_back(mine);
   }
   return mine;
