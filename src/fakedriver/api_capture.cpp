@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "api_guard.hpp"
+#include "capture_rules.hpp"
 #include "driver.hpp"
 #include "graph.hpp"
 #include "stream_ops.hpp"
@@ -30,6 +31,7 @@ CUresult begin_capture(CUstream handle, DefaultStream default_stream, CUstreamCa
   graph->capture_id = capture.id;
   capture.graph = register_graph(std::move(graph));
   stream->set_capture(capture);
+  if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_capture_began(stream);
   return CUDA_SUCCESS;
 }
 
@@ -40,6 +42,8 @@ CUresult end_capture(CUstream handle, DefaultStream default_stream, CUgraph* gra
   const Stream::Capture capture = stream->capture();
   if (capture.status == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
   stream->set_capture(Stream::Capture{});
+  global_capture_ended(stream.get());
+  if (capture.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   *graph_out = capture.graph;
   return CUDA_SUCCESS;
 }

@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "api_guard.hpp"
+#include "capture_rules.hpp"
 #include "driver.hpp"
 #include "event.hpp"
 #include "stream_ops.hpp"
@@ -48,6 +49,7 @@ CUresult event_query(CUevent handle) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   auto event = find_event(handle);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult refused = refuse_during_global_capture(); refused != CUDA_SUCCESS) return refused;
   auto mark = event->mark();
   return !mark || mark->stream->reached(mark->ticket) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
