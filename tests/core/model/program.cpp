@@ -216,7 +216,8 @@ void Program::interleaved_step() {
   if (r < 55) return free_step();
   if (r < 70) return kernel_step();
   if (r < 85) return event_step();
-  if (r < 95) return host_call_step(false);
+  if (r < 90) return host_call_step(false);
+  if (r < 96) return advance_parked_step();  // a call whose ticket was taken before the pause
   return gpu_progress_step();
 }
 
