@@ -100,7 +100,7 @@ MUTATIONS = [
       "a context's ticket covers the streams of that context only (cuCtxSynchronize, cuMemFree)",
       "src/core/happens_before.cpp",
       "    if (group && stream->group != *group) continue;\n",
-      "",
+      "    (void)group;\n",
       "3, 4"),
     M("implicit-order-without-wait",
       "reuse through the legacy stream's implicit order puts a real wait into the allocating stream",
@@ -277,19 +277,30 @@ def run(command, cwd, log=None, timeout=None, env=None):
 
 
 def copy_tree(destination):
+    """Brings the copy up to the working tree: files that differ are written (with a fresh time, so
+    that a kept build rebuilds them), the others left alone."""
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                            cwd=ROOT, stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
     for name in files:
-        if not name or not os.path.isfile(os.path.join(ROOT, name)):
+        source = os.path.join(ROOT, name)
+        if not name or not os.path.isfile(source):
             continue
         target = os.path.join(destination, name)
+        with open(source, "rb") as text:
+            content = text.read()
+        if os.path.isfile(target):
+            with open(target, "rb") as text:
+                if text.read() == content:
+                    continue
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, name), target)
+        with open(target, "wb") as text:
+            text.write(content)
+        shutil.copymode(source, target)
 
 
 def gtest_failures(output, code):
     """The tests a gtest run reported failed; a crash or timeout names the test that was running."""
-    failed = sorted(set(re.findall(r"^\[  FAILED  \] ([\w/.]+)", output, re.M)))
+    failed = sorted(set(re.findall(r"^\[  FAILED  \] ([\w/]+\.[\w/]+)", output, re.M)))
     if code == 0 or (code == 1 and failed):
         return failed
     running = re.findall(r"^\[ RUN      \] ([\w/.]+)", output, re.M)
@@ -406,8 +417,7 @@ def main():
     build_dir = os.path.join(work, "build")
     log = os.path.join(work, "mutation-check.log")
     started = time.time()
-    if not os.path.isdir(tree):
-        copy_tree(tree)
+    copy_tree(tree)
     layers = sorted({m.layer for m in chosen})
     targets = CORE_TARGETS + (INTERPOSE_TARGETS if "interpose" in layers else [])
     configure = [os.path.join(tree, "tools/setup.sh"), build_dir, "-DSTREAMPOOL_BUILD_BENCH=OFF"]

@@ -196,6 +196,10 @@ void Program::step() {
 void Program::interleaved_step() {
   if (paused_event_ != 0 && chance(60)) {
     const std::size_t index = (paused_event_ - event_key(paused_context_, 0)) / 0x10;
+    for (std::size_t parked = 0; parked < parked_.size(); ++parked) {
+      // A query or synchronize of it whose ticket was taken before: its call and commit now.
+      if (parked_[parked].event == paused_event_ && chance(50)) return advance_parked(parked, false);
+    }
     switch (pick(4)) {
       case 0:
         return record_step(paused_context_, index, false);

@@ -165,6 +165,7 @@ class Program {
   void gpu_progress_step();
   void host_call_step(bool may_park);
   void advance_parked_step();
+  void advance_parked(std::size_t index, bool may_record);  // the parked call's next phase
   void start_host_call(HostCall call, bool may_park);
   bool driver_call(HostCall& call);  // false: the call failed or found nothing to commit
   void commit_call(HostCall& call);

@@ -260,11 +260,19 @@ void Program::finish_call(HostCall& call) {
 
 void Program::advance_parked_step() {
   if (parked_.empty()) return host_call_step(true);
-  const std::size_t index = pick(parked_.size());
+  advance_parked(pick(parked_.size()), true);
+}
+
+void Program::advance_parked(std::size_t index, bool may_record) {
   HostCall call = std::move(parked_[index]);
   parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(index));
   if (!call.driver_done) {
     ++coverage_.parked_driver_calls;
+    if (may_record && call.event != 0 && event_exists(call.event) && chance(40)) {
+      // Another thread records the event between this call's ticket and its driver call.
+      const std::size_t context = (call.event - event_key(0, 0)) / 0x100;
+      record_step(context, (call.event - event_key(context, 0)) / 0x10, false);
+    }
     if (!driver_call(call)) return;
     if (chance(40)) {
       call.driver_done = true;
