@@ -48,20 +48,6 @@ TEST_F(ContextHooks, ManyCreatedContextsComeAndGoWithAllocationsInEach) {
   EXPECT_NE(alloc_free(stream), 0u);
 }
 
-TEST_F(ContextHooks, ADestroyedContextsCompletedFreesServeAnotherContext) {
-  CUcontext created = nullptr;
-  ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
-  CUstream in_created = nullptr;
-  ASSERT_EQ(SP(cuStreamCreate)(&in_created, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  const CUdeviceptr freed = alloc_free(in_created, 8 << 20);
-  ASSERT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);  // destruction waits for its work
-  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
-  CUdeviceptr reused = 0;
-  ASSERT_EQ(SP(cuMemAllocAsync)(&reused, 8 << 20, stream), CUDA_SUCCESS);
-  EXPECT_EQ(reused, freed);
-  EXPECT_EQ(SP(cuMemFreeAsync)(reused, stream), CUDA_SUCCESS);
-}
-
 TEST_F(ContextHooks, PushAndPopNameTheRightDefaultStream) {
   CUcontext created = nullptr;
   ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
