@@ -8,6 +8,7 @@
 #                       allocations must go through streampool (the stats report must count them),
 #                       "reported" otherwise. ENV: NAME=VALUE to set, !NAME to unset. With --fake
 #                       (no GPU) the reference run is streampool over the fake driver too.
+#   syntax_check_only NAME SCRIPT.py   without a GPU: SKIP if the Python program parses, else FAIL
 #   say_pass / say_fail / say_skip NAME WHY, details FILE [LINES]
 #
 # A pair passes when both runs exit 0 with identical standard outputs (comment lines and hex
@@ -64,6 +65,15 @@ say_skip() { echo "SKIP $1 $2"; }
 details() { tail -n "${2:-8}" "$1" 2>/dev/null | sed 's/^/  | /'; }
 # Drops what may legitimately differ between two runs: comment lines and hex addresses.
 normalise() { grep -v '^#' "$1" | sed -E 's/0x[0-9a-fA-F]{6,}/0xADDR/g'; }
+
+syntax_check_only() {
+  if "$python" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$2" 2>"$work/$1.compile.log"; then
+    say_skip "$1" "syntax checked only; needs a GPU"
+  else
+    say_fail "$1" "does not parse"
+    details "$work/$1.compile.log"
+  fi
+}
 
 run_pair() {
   local name=$1 limit=${PROGRAM_TIMEOUT:-$2} counters_mode=$3

@@ -46,13 +46,7 @@ for entry in "${python_programs[@]}"; do
   name=${fields[0]}
   script=${fields[1]}
   if [[ $fake -eq 1 ]]; then
-    if "$python" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$here/$script" \
-      2>"$work/$name.compile.log"; then
-      say_skip "$name" "syntax checked only; needs a GPU"
-    else
-      say_fail "$name" "does not parse"
-      details "$work/$name.compile.log"
-    fi
+    syntax_check_only "$name" "$here/$script"
     continue
   fi
   run_pair "$name" "${fields[2]}" "${fields[3]}" "${fields[@]:4}" PYTHONUNBUFFERED=1 -- "$python" "$here/$script"

@@ -70,13 +70,7 @@ done
 for program in torch_two_streams:90 cupy_async:90 jax_async:90 bindings_mempool:45; do
   name=${program%%:*}
   if [[ $fake -eq 1 ]]; then
-    if "$python" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$here/$name.py" \
-      2>"$work/$name.compile.log"; then
-      say_skip "$name" "syntax checked only; needs a GPU"
-    else
-      say_fail "$name" "does not parse"
-      details "$work/$name.compile.log"
-    fi
+    syntax_check_only "$name" "$here/$name.py"
     continue
   fi
   run_pair "$name" "${program##*:}" required -- "$python" "$here/$name.py"
