@@ -36,17 +36,14 @@ CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread
   if (bypass(scope) || event == nullptr) return real_call();
   RouteEntry* route = nullptr;
   const CUresult resolved = find_route(stream, per_thread, &route);
-  driver::check_captures_after("the stream lookup of an event record");
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;  // the driver would crash on it
   // A record streampool cannot place in a stream's order (no route, or into a capture) still
   // happens, and leaves the event proving nothing.
   const bool tracked = resolved == CUDA_SUCCESS && !capturing(stream, per_thread);
-  driver::check_captures_after("the capture check of an event record");
   const core::StreamKey key = tracked ? route->key : 0;
   CUresult result = CUDA_SUCCESS;
   bool called = false;
   const auto real_record = [&] {
-    driver::check_captures_after("the tracking before an event record");
     result = real_call();
     called = true;
     return result == CUDA_SUCCESS;
