@@ -185,6 +185,8 @@ void Program::step() {
     destroy_stream_step();
   } else if (r < 973) {
     context_end_step();
+  } else if (r < 995) {
+    handoff_step();
   } else {
     gpu_progress_step();
   }

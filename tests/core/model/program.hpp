@@ -140,7 +140,8 @@ class Program {
   void create_event(std::size_t context, std::size_t index);
 
   // --- memory (program_memory.cpp)
-  void alloc_step();
+  void alloc_step() { alloc_on(random_pool(), random_stream(), random_size()); }
+  void alloc_on(std::size_t pool_index, int instance, std::size_t bytes);
   void free_step();
   void free_block(std::size_t index, int instance);
   void order_free_after_uses(const LiveBlock& block, int instance);
@@ -152,8 +153,10 @@ class Program {
 
   // --- ordering (program_ordering.cpp)
   void event_step();
-  void record_step(std::size_t context, std::size_t index, bool may_pause);
-  void wait_step(core::EventKey event, bool may_pause);
+  // On `instance` (or a random stream of the event's context); `waiter` (or a random stream).
+  void record_step(std::size_t context, std::size_t index, bool may_pause, int instance = -1);
+  void wait_step(core::EventKey event, bool may_pause, int waiter = -1);
+  void handoff_step();
   void untracked_record_step(std::size_t context, std::size_t index);
   void graph_launch_step();
   bool record_driver(core::EventKey event, int instance, bool may_pause);

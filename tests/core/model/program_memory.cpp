@@ -17,11 +17,8 @@ namespace {
 constexpr core::EventKey kLegalisingEvents = 0xF080;  // events the program records to order a free after uses
 }  // namespace
 
-void Program::alloc_step() {
-  const std::size_t pool_index = random_pool();
+void Program::alloc_on(std::size_t pool_index, int instance, std::size_t bytes) {
   PoolModel& pool = pools_[pool_index];
-  const int instance = random_stream();
-  const std::size_t bytes = random_size();
   const std::size_t waits_before = ordering_.waits().size();
   const VectorClock waited = gpu_.next_clock(instance, /*implicit=*/false);  // what the stream really waited for
   void* out = reinterpret_cast<void*>(0x1);

@@ -48,19 +48,19 @@ bool Program::wait_driver(int waiter, core::EventKey event, bool may_pause) {
   return ok;
 }
 
-void Program::record_step(std::size_t context, std::size_t index, bool may_pause) {
+void Program::record_step(std::size_t context, std::size_t index, bool may_pause, int instance) {
   const core::EventKey event = event_key(context, index);
   if (!contexts_[context].event_exists[index]) return;
-  const int instance = random_stream_of(context);  // an event records on its own context's streams
+  if (instance < 0) instance = random_stream_of(context);  // an event records on its own context's streams
   const bool ok = engine_->record_event(event, gpu_.key(instance),
                                         [&] { return record_driver(event, instance, may_pause); });
   workers_.await_turn();
   if (!ok) ++coverage_.failed_records;
 }
 
-void Program::wait_step(core::EventKey event, bool may_pause) {
+void Program::wait_step(core::EventKey event, bool may_pause, int waiter) {
   if (!event_exists(event)) return;
-  const int waiter = random_stream();  // from any context
+  if (waiter < 0) waiter = random_stream();  // from any context
   const bool ok = engine_->wait_event(gpu_.key(waiter), event, [&] { return wait_driver(waiter, event, may_pause); });
   workers_.await_turn();
   if (!ok) ++coverage_.failed_waits;
@@ -129,6 +129,76 @@ void Program::event_step() {
   if (r < 82) return wait_step(event_key(random_context(), pick(kEventsPerContext)), true);
   if (r < 93) return untracked_record_step(context, index);
   graph_launch_step();
+}
+
+// The pattern events exist for: a producer stream frees a block and records an event, a consumer
+// waits for it (or the host synchronizes it) and allocates the same size, which may reuse the
+// block. In between, often, something happens to the event that the consumer's ordering must
+// follow: another thread records it elsewhere, a graph or a launch attribute records it out of
+// sight, it ends (seen or not) and a new event comes under its handle.
+void Program::handoff_step() {
+  if (live_.empty()) return alloc_step();
+  const std::size_t context = random_context();
+  const std::size_t index = pick(kEventsPerContext);
+  ContextModel& model = contexts_[context];
+  const core::EventKey event = event_key(context, index);
+  if (!model.event_exists[index]) return create_event(context, index);
+  const int producer = random_stream_of(context);
+  const int consumer = random_stream();
+  const std::size_t block = pick(live_.size());
+  const std::size_t pool = live_[block].pool;
+  const std::size_t bytes = live_[block].bytes;
+  free_block(block, producer);
+  record_step(context, index, false, producer);
+  switch (pick(8)) {
+    case 0:
+      record_step(context, index, false);  // another thread's record, tracked
+      break;
+    case 1: {
+      engine_->event_untracked(event);  // a launch with the event as its completion event
+      const int elsewhere = random_stream_of(context);
+      gpu_.issue(elsewhere);
+      gpu_.record_event(event, elsewhere);
+      ++coverage_.untracked_records;
+      note("  a kernel on %s records event 0x%" PRIxPTR " as its completion event (untracked)",
+           stream_name(elsewhere).c_str(), event);
+      break;
+    }
+    case 2:
+      engine_->event_untracked(event);  // an event-record node, and the graph's launch
+      model.event_in_graph[index] = true;
+      ++coverage_.untracked_records;
+      graph_launch_step();
+      break;
+    case 3:
+    case 4:
+      if (pick(2) == 0) {
+        engine_->event_destroyed(event);
+      } else {
+        model.event_ended_unseen[index] = true;
+      }
+      note("  event 0x%" PRIxPTR " ends (%s)", event, model.event_ended_unseen[index] ? "unseen" : "destroyed");
+      gpu_.destroy_event(event);
+      model.event_exists[index] = false;
+      create_event(context, index);  // and a new one comes under its handle
+      break;
+    case 5:
+      graph_launch_step();  // a graph made earlier with the event in it, launched again
+      break;
+    default:
+      break;
+  }
+  if (chance(70)) {
+    wait_step(event, false, consumer);
+  } else {
+    HostCall call;
+    call.kind = chance(50) ? HostCall::Kind::event_sync : HostCall::Kind::event_query;
+    call.event = event;
+    call.ticket = engine_->ticket_for_event(event, call.kind == HostCall::Kind::event_sync);
+    call.what = "event 0x" + std::to_string(event);
+    start_host_call(std::move(call), false);
+  }
+  alloc_on(pool, consumer, bytes);
 }
 
 void Program::gpu_progress_step() {
