@@ -303,7 +303,10 @@ TEST_F(ModelCheckOracle, AContextSynchronizeCompletesItsOwnStreamsOnly) {
 TEST(ModelCheckWorkers, SettleTellsAStepBlockedOnALockFromOneThatFinishes) {
   model::StepWorkers workers(2);
   std::mutex lock;
-  const std::function<void()> take_lock = [&lock] { std::lock_guard guard(lock); };
+  const std::function<void()> take_lock = [&] {
+    workers.checkpoint();  // what may block follows
+    std::lock_guard guard(lock);
+  };
   std::unique_lock held(lock);
 
   workers.post(1, take_lock);

@@ -211,6 +211,7 @@ void Program::interleaved_step() {
         HostCall call;
         call.kind = chance(50) ? HostCall::Kind::event_sync : HostCall::Kind::event_query;
         call.event = paused_event_;
+        workers_.checkpoint();
         call.ticket = engine_->ticket_for_event(call.event, call.kind == HostCall::Kind::event_sync);
         call.what = "event 0x" + std::to_string(call.event);
         return start_host_call(std::move(call), false);

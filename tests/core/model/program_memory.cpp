@@ -99,12 +99,15 @@ void Program::order_free_after_uses(const LiveBlock& block, int instance) {
     }
     const core::EventKey event = kLegalisingEvents + 0x10 * (legalising_event_++ % 4);
     const int user = use.instance;
-    engine_->record_event(event, gpu_.key(user), [&] {
+    const core::StreamKey user_key = gpu_.key(user);
+    const core::StreamKey waiter_key = gpu_.key(instance);
+    workers_.checkpoint();
+    engine_->record_event(event, user_key, [&] {
       workers_.await_turn();
       gpu_.record_event(event, user);
       return true;
     });
-    engine_->wait_event(gpu_.key(instance), event, [&] {
+    engine_->wait_event(waiter_key, event, [&] {
       workers_.await_turn();
       gpu_.wait_event(instance, event);
       return true;

@@ -52,8 +52,9 @@ void Program::record_step(std::size_t context, std::size_t index, bool may_pause
   const core::EventKey event = event_key(context, index);
   if (!contexts_[context].event_exists[index]) return;
   if (instance < 0) instance = random_stream_of(context);  // an event records on its own context's streams
-  const bool ok = engine_->record_event(event, gpu_.key(instance),
-                                        [&] { return record_driver(event, instance, may_pause); });
+  const core::StreamKey key = gpu_.key(instance);
+  workers_.checkpoint();
+  const bool ok = engine_->record_event(event, key, [&] { return record_driver(event, instance, may_pause); });
   workers_.await_turn();
   if (!ok) ++coverage_.failed_records;
 }
@@ -61,7 +62,9 @@ void Program::record_step(std::size_t context, std::size_t index, bool may_pause
 void Program::wait_step(core::EventKey event, bool may_pause, int waiter) {
   if (!event_exists(event)) return;
   if (waiter < 0) waiter = random_stream();  // from any context
-  const bool ok = engine_->wait_event(gpu_.key(waiter), event, [&] { return wait_driver(waiter, event, may_pause); });
+  const core::StreamKey key = gpu_.key(waiter);
+  workers_.checkpoint();
+  const bool ok = engine_->wait_event(key, event, [&] { return wait_driver(waiter, event, may_pause); });
   workers_.await_turn();
   if (!ok) ++coverage_.failed_waits;
 }
@@ -73,12 +76,14 @@ void Program::untracked_record_step(std::size_t context, std::size_t index) {
   const core::EventKey event = event_key(context, index);
   switch (pick(3)) {
     case 0:
+      workers_.checkpoint();
       engine_->event_untracked(event);
       workers_.await_turn();
       model.event_in_graph[index] = true;
       note("event 0x%" PRIxPTR " goes into a graph's event-record node (untracked)", event);
       break;
     case 1: {
+      workers_.checkpoint();
       engine_->event_untracked(event);
       workers_.await_turn();
       const int instance = random_stream_of(context);
@@ -89,6 +94,7 @@ void Program::untracked_record_step(std::size_t context, std::size_t index) {
       break;
     }
     default:
+      workers_.checkpoint();
       engine_->record_untracked(event, [&] {
         workers_.await_turn();
         model.event_in_graph[index] = true;  // recorded when the captured graph is launched
@@ -229,6 +235,7 @@ void Program::host_call_step(bool may_park) {
     call.kind = r < 60 ? HostCall::Kind::event_sync : HostCall::Kind::event_query;
     call.event = event_key(random_context(), pick(kEventsPerContext));
     if (!event_exists(call.event)) return;
+    workers_.checkpoint();
     call.ticket = engine_->ticket_for_event(call.event, call.kind == HostCall::Kind::event_sync);
     std::snprintf(what, sizeof what, "%s event 0x%" PRIxPTR, r < 60 ? "synchronize" : "query", call.event);
   } else if (r < 90) {
@@ -317,6 +324,7 @@ bool Program::driver_call(HostCall& call) {
 }
 
 void Program::commit_call(HostCall& call) {
+  workers_.checkpoint();
   engine_->commit(call.ticket);
   workers_.await_turn();
   if (call.event != 0 && gpu_.event_records(call.event) != call.records_at_ticket) ++coverage_.event_tickets_overtaken;

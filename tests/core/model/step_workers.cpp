@@ -133,13 +133,17 @@ StepWorkers::Settled StepWorkers::settle(std::size_t index, bool detect_blocking
     if (worker.paused.load(std::memory_order_acquire) != worker.resumed.load(std::memory_order_relaxed)) {
       return Settled::paused;
     }
-    // Started and asleep on a futex twice in a row, with the step still unfinished: blocked on
-    // a lock (a step never sleeps otherwise; the hand-over wait comes before `started`).
+    // Past a checkpoint and asleep on a futex twice in a row, with the step still unfinished:
+    // blocked on a lock (a step never sleeps otherwise; the hand-over wait comes before it).
     if (round % 16 == 15 && worker.started.load(std::memory_order_acquire) == target) {
       sleeping_seen = sleeping_on_futex(worker.tid.load(std::memory_order_relaxed)) ? sleeping_seen + 1 : 0;
-      if (sleeping_seen == 2 && worker.finished.load(std::memory_order_acquire) != target &&
+      if (sleeping_seen >= 2 && worker.finished.load(std::memory_order_acquire) != target &&
           worker.paused.load(std::memory_order_acquire) == worker.resumed.load(std::memory_order_relaxed)) {
-        return Settled::blocked;
+        if (worker.checkpoint.load(std::memory_order_acquire) == target) return Settled::blocked;
+        if (sleeping_seen > 20000) {
+          std::fprintf(stderr, "model check: worker %zu blocked outside any checkpoint\n", index);
+          std::abort();
+        }
       }
     }
     std::this_thread::yield();
@@ -161,6 +165,11 @@ void StepWorkers::pause() {
   for (std::uint32_t now = resumed; now == resumed; now = worker.resumed.load(std::memory_order_acquire)) {
     worker.resumed.wait(now, std::memory_order_acquire);
   }
+}
+
+void StepWorkers::checkpoint() {
+  Worker& worker = *workers_[t_current];
+  worker.checkpoint.store(worker.started.load(std::memory_order_relaxed), std::memory_order_release);
 }
 
 void StepWorkers::await_turn() {

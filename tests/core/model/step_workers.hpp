@@ -14,7 +14,10 @@
 // model needs no knowledge of the engine's locks. A blocked step continues once the paused one
 // resumes and releases the lock.
 // Whichever threads run, only one touches the program's own data at a time: the one holding
-// the turn. post() gives the turn to the posted worker; a worker that may have been blocked
+// the turn. A step passes checkpoint() right before each engine call that may block: settle()
+// reports a step blocked only after it passed one, which also orders everything the step did
+// before it ahead of what the paused worker does once resumed. post() gives the turn to the
+// posted worker; a worker that may have been blocked
 // calls await_turn() before touching the program's data again, and the main thread hands the
 // turn back to it once the paused worker has finished.
 // The hand-overs are atomic sequence numbers with wait/notify (a futex on Linux), which is also
@@ -57,6 +60,7 @@ class StepWorkers {
 
   // --- a worker's thread -------------------------------------------------------------------
   void pause();       // until resume()
+  void checkpoint();  // an engine call that may block follows
   void await_turn();  // until the turn is this worker's
   // The worker whose thread calls this; kNone on any other thread.
   static std::size_t current();
@@ -69,6 +73,7 @@ class StepWorkers {
     std::atomic<std::uint32_t> paused{0};    // bumped by pause()
     std::atomic<std::uint32_t> resumed{0};   // bumped by resume()
     std::atomic<std::uint32_t> signals{0};   // bumped (and notified) on finishing and on pausing
+    std::atomic<std::uint32_t> checkpoint{0};  // the step (posted number) that passed checkpoint()
     std::atomic<int> tid{0};
     std::size_t index = 0;
     const std::function<void()>* step = nullptr;
