@@ -12,13 +12,20 @@ if(STREAMPOOL_SANITIZE STREQUAL "address" OR STREAMPOOL_SANITIZE STREQUAL "threa
   endif()
 endif()
 
-# STREAMPOOL_SANITIZE=address gives ASan+UBSan, =thread gives TSan; applied to every target.
-if(STREAMPOOL_SANITIZE STREQUAL "address")
+# STREAMPOOL_SANITIZE=address gives ASan+UBSan, =thread gives TSan, =fuzz gives ASan+UBSan with
+# libFuzzer's coverage (clang only; tests/fuzz builds the harness); applied to every target.
+if(STREAMPOOL_SANITIZE STREQUAL "fuzz")
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "STREAMPOOL_SANITIZE=fuzz needs clang (libFuzzer): CXX=clang++ CC=clang")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+elseif(STREAMPOOL_SANITIZE STREQUAL "address")
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 elseif(STREAMPOOL_SANITIZE STREQUAL "thread")
   add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
   add_link_options(-fsanitize=thread)
 elseif(NOT STREAMPOOL_SANITIZE STREQUAL "")
-  message(FATAL_ERROR "STREAMPOOL_SANITIZE must be '', 'address' or 'thread'")
+  message(FATAL_ERROR "STREAMPOOL_SANITIZE must be '', 'address', 'thread' or 'fuzz'")
 endif()

@@ -12,6 +12,13 @@ command -v g++ >/dev/null || missing+=(g++)
 command -v python3 >/dev/null || missing+=(python3)
 [ -e /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -e /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
+# A clang build (CXX=clang++, as tools/run-fuzz.sh configures one) needs clang, and the fuzz build
+# libFuzzer's and the sanitizers' runtimes (libclang-rt-dev).
+if [[ "${CXX:-}" == clang* ]]; then
+  command -v "$CXX" >/dev/null || missing+=(clang)
+  fuzzer_runtime=$("$CXX" -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || true)
+  [ -e "$fuzzer_runtime" ] || missing+=(libclang-rt-dev)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${missing[@]}"

@@ -2,10 +2,12 @@
 
 #include <array>
 #include <mutex>
+#include <optional>
 
 #include "happens_before.hpp"
 #include "live_table.hpp"
 #include "pool.hpp"
+#include "pool_table.hpp"
 #include "registries.hpp"
 #include "sizes.hpp"
 
@@ -20,10 +22,9 @@ class EngineState {
 
   HappensBefore order;
   LiveTable live;
-  HandleSet<65536> handles;  // up to 32768 live pools
+  HandleSet<65536> handles;  // up to 32768 pools at once (reclaimed pools' values are reused)
   RegionSet<4096> regions;
-  mutable std::mutex pools_mutex;
-  std::vector<std::unique_ptr<Pool>> pools;  // never shrinks: handles stay safe to check
+  PoolTable pools;  // declared last: destroyed first, while `regions` still hears of it
 };
 
 namespace {
@@ -70,50 +71,37 @@ Engine::Engine(Ordering& ordering) : state_(std::make_unique<EngineState>(orderi
 
 Engine::~Engine() {
   // Pools first: their address spaces hand memory back to their backings.
-  std::lock_guard guard(state_->pools_mutex);
   state_->pools.clear();
-  advance_stream_generation();
 }
 
 Status Engine::create_pool(const PoolProps& props, std::unique_ptr<Backing> backing, Pool** pool) {
   if (pool == nullptr || backing == nullptr) return Status::invalid_value;
   EngineState* state = state_.get();
-  auto created = std::make_unique<Pool>(props, std::move(backing), state->order,
-                                        [state](std::uintptr_t base, std::size_t bytes, bool added) {
-                                          if (added) {
-                                            state->regions.add(base, bytes);
-                                          } else {
-                                            state->regions.remove(base);
-                                          }
-                                        });
-  *pool = created.get();
-  {
-    std::lock_guard guard(state->pools_mutex);
-    state->pools.push_back(std::move(created));
-  }
+  *pool = state->pools.create(props, std::move(backing), state->order,
+                              [state](std::uintptr_t base, std::size_t bytes, bool added) {
+                                if (added) {
+                                  state->regions.add(base, bytes);
+                                } else {
+                                  state->regions.remove(base);
+                                }
+                              });
   state->handles.insert(*pool);
   return Status::success;
 }
 
 Status Engine::destroy_pool(Pool* pool) {
-  if (!is_pool(pool)) return Status::invalid_value;
-  state_->handles.erase(pool);
-  pool->mark_destroyed();
-  pool->trim_to(0);  // what is still allocated or pending stays until it is freed
+  if (!state_->handles.erase(pool)) return Status::invalid_value;
+  // What is still allocated or pending stays until it is freed; the last of it reclaims the pool.
+  if (pool->destroy()) state_->pools.reclaim(pool);
   return Status::success;
 }
 
 bool Engine::is_pool(const Pool* pool) const { return state_->handles.contains(pool); }
 
 void Engine::for_each_pool(const std::function<void(Pool*)>& visit) const {
-  std::vector<Pool*> live;
-  {
-    std::lock_guard guard(state_->pools_mutex);
-    for (auto& pool : state_->pools) {
-      if (!pool->destroyed()) live.push_back(pool.get());
-    }
-  }
-  for (Pool* pool : live) visit(pool);
+  state_->pools.for_each([&visit](Pool* pool) {
+    if (!pool->destroyed()) visit(pool);
+  });
 }
 
 const PoolProps& Engine::props(const Pool* pool) const { return pool->props(); }
@@ -135,12 +123,14 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
     if (auto exact = share->take_exact(placed)) {
       address = *exact;
       found = true;
+      ++share->outstanding;
       charged = UsageCounter::try_charge(*share->usage, bytes);
     }
   }
   if (!found) {
     if (Status status = pool->allocate_slow(*share, placed, &address); !ok(status)) return status;
     std::lock_guard guard(share->lock);
+    ++share->outstanding;
     charged = UsageCounter::try_charge(*share->usage, bytes);
   }
   if (!charged) pool->usage().charge_slow(*share->usage, bytes);
@@ -157,22 +147,26 @@ Status Engine::free(void* ptr, StreamKey stream) {
   PoolStream* share = state_->share_for(pool, stream);
   const std::uint64_t tick = state_->order.free_tick(share->stream);
   std::optional<CachedFree> evicted;
+  bool pool_destroyed = false;
   {
     std::lock_guard guard(share->lock);
     evicted = share->push(CachedFree{address, block->placed_bytes, tick});
     UsageCounter::credit(*share->usage, block->requested_bytes);
+    // Counted off here, as this free's last touch of the pool, unless the pool has more to do
+    // for it (see Pool::destroy): the pool may be reclaimed as soon as the count says drained.
+    pool_destroyed = pool->destroyed();
+    if (!evicted && !pool_destroyed) --share->outstanding;
   }
-  if (evicted) pool->give_evicted(*share, *evicted);
-  if (pool->destroyed()) pool->trim_to(0);
+  if ((evicted || pool_destroyed) && pool->finish_free(*share, evicted)) state_->pools.reclaim(pool);
   return Status::success;
 }
 
 Status Engine::free_completed(void* ptr) {
   auto block = state_->live.erase(reinterpret_cast<std::uintptr_t>(ptr));
   if (!block) return Status::invalid_value;
-  block->pool->give_completed(block->address, block->placed_bytes);
-  block->pool->usage().credit_locking(block->pool->host_shard(), block->requested_bytes);
-  if (block->pool->destroyed()) block->pool->trim_to(0);
+  Pool* pool = block->pool;
+  pool->usage().credit_locking(pool->host_shard(), block->requested_bytes);
+  if (pool->finish_completed_free(block->address, block->placed_bytes)) state_->pools.reclaim(pool);
   return Status::success;
 }
 
@@ -271,15 +265,22 @@ void Engine::commit(const SyncTicket& ticket) {
     state_->order.commit_host_completion(ticket.clock);
   }
   if (!ticket.releases) return;
-  std::vector<Pool*> pools;  // destroyed pools too: what their last frees left goes back now
-  {
-    std::lock_guard guard(state_->pools_mutex);
-    for (auto& pool : state_->pools) pools.push_back(pool.get());
-  }
-  for (Pool* pool : pools) pool->apply_release_threshold();
+  // Destroyed pools too: what their last frees left goes back now, and a pool that this leaves
+  // drained is reclaimed (after the walk: reclaiming needs the table to itself).
+  std::vector<Pool*> drained;
+  state_->pools.for_each([&drained](Pool* pool) {
+    if (!pool->destroyed()) {
+      pool->apply_release_threshold();
+    } else if (pool->release_destroyed()) {
+      drained.push_back(pool);
+    }
+  });
+  for (Pool* pool : drained) state_->pools.reclaim(pool);
 }
 
 void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }
+
+std::size_t Engine::stream_slots() const { return state_->order.slot_count(); }
 
 void Engine::set_strict_reuse(bool strict) noexcept { state_->order.set_strict_reuse(strict); }
 

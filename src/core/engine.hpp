@@ -60,9 +60,14 @@ class Engine {
   // --- pools ---------------------------------------------------------------------------
   Status create_pool(const PoolProps& props, std::unique_ptr<Backing> backing, Pool** pool);
   // The pool's handle becomes invalid at once; memory still allocated from it stays valid
-  // and is released when freed.
+  // and is released when freed. Once nothing of it is allocated and all its frees are known
+  // complete, the pool is reclaimed: its address reservations go back to its backing, its host
+  // memory is freed, and a later pool may get the same handle value (as CUDA's handles are
+  // reused). Using a pool on one thread while destroying it on another is a program error.
   Status destroy_pool(Pool* pool);
   bool is_pool(const Pool* pool) const;  // a live handle (never dereferences a bad one)
+  // Visits the live pools. No pool is reclaimed while the visit runs, so `visit` may use the
+  // pool it is given; it must not create or destroy pools.
   void for_each_pool(const std::function<void(Pool*)>& visit) const;
   const PoolProps& props(const Pool* pool) const;
 
@@ -87,6 +92,10 @@ class Engine {
 
   // Defence in depth (see HappensBefore::set_strict_reuse); off by default.
   void set_strict_reuse(bool strict) noexcept;
+
+  // How many stream slots the tracking holds (live streams, and ended ones whose frees are not
+  // yet known complete): what its clocks cost. For tests and reports.
+  std::size_t stream_slots() const;
 
   // --- ordering the program makes ------------------------------------------------------
   // An event record: `real_record` makes the real call and says whether it succeeded. The

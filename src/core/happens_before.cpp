@@ -34,16 +34,38 @@ StreamState* HappensBefore::stream(StreamKey key) {
 
 StreamState* HappensBefore::stream_locked(StreamKey key) {
   if (auto it = live_.find(key); it != live_.end()) return it->second;
-  auto state = std::make_unique<StreamState>();
-  state->key = key;
-  state->slot = static_cast<std::uint32_t>(all_.size());
-  state->kind = ordering_.stream_kind(key);
-  state->group = ordering_.stream_group(key);
-  StreamState* raw = state.get();
-  all_.push_back(std::move(state));
+  StreamState* raw = reclaim_slot_locked();
+  if (raw == nullptr) {
+    auto state = std::make_unique<StreamState>();
+    state->slot = static_cast<std::uint32_t>(all_.size());
+    raw = state.get();
+    all_.push_back(std::move(state));
+  }
+  raw->key = key;
+  raw->kind = ordering_.stream_kind(key);
+  raw->group = ordering_.stream_group(key);
   live_.emplace(key, raw);
   if (raw->kind == StreamKind::legacy_default) legacy_by_group_[raw->group] = raw;
   return raw;
+}
+
+// A slot whose stream is gone and whose every free is known complete serves the next stream, so
+// that clocks and the per-slot state stay as large as the streams alive at once, however many
+// come and go. The slot's ticks go on from where they were: the old stream's frees (tick <=
+// final_tick) stay met by host_completed_, the new stream's start above every tick handed out.
+// Clock entries for the slot elsewhere name old ticks only, all complete. The slot's shares of
+// pools (their caches hold only completed frees) pass to the new stream with it.
+StreamState* HappensBefore::reclaim_slot_locked() {
+  for (auto it = ended_.begin(); it != ended_.end(); ++it) {
+    StreamState* stream = *it;
+    poll_marker_locked(stream);
+    if (stream->marker || at(host_completed_, stream->slot) < stream->final_tick) continue;
+    ended_.erase(it);
+    stream->dead = false;
+    stream->clock.clear();
+    return stream;
+  }
+  return nullptr;
 }
 
 std::uint64_t HappensBefore::cut(StreamState* stream) {
@@ -156,8 +178,10 @@ void HappensBefore::end_stream_locked(StreamState* stream, bool record_marker) {
     ordering_.recycle(stream->marker->marker);
     stream->marker.reset();
   }
+  stream->final_tick = stream->tick.load(std::memory_order_acquire);  // its last frees' tick
   if (record_marker) record_marker_locked(stream);
   stream->dead = true;
+  ended_.push_back(stream);
   live_.erase(stream->key);
   if (auto legacy = legacy_by_group_.find(stream->group);
       legacy != legacy_by_group_.end() && legacy->second == stream) {
@@ -186,6 +210,11 @@ void HappensBefore::commit_host_completion(const Clock& completed) {
   std::lock_guard guard(mutex_);
   merge_into(host_completed_, completed);
   completion_version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::size_t HappensBefore::slot_count() const {
+  std::lock_guard guard(mutex_);
+  return all_.size();
 }
 
 StreamState* HappensBefore::by_slot(std::uint32_t slot) const {

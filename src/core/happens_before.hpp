@@ -55,6 +55,7 @@ struct alignas(64) StreamState {  // the tick is read by every free on the strea
 
   // Guarded by the tracker's mutex.
   bool dead = false;
+  std::uint64_t final_tick = 0;  // once dead: the tick of its last frees
   Clock clock;  // ticks of other streams this stream is ordered after
   struct PendingMarker {
     Marker marker;
@@ -125,6 +126,7 @@ class HappensBefore {
 
   // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
   std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }
+  std::size_t slot_count() const;
   // The stream that owns a slot (live or destroyed).
   StreamState* by_slot(std::uint32_t slot) const;
   // Per slot, the frees known complete (by the host, and by markers where opportunistic).
@@ -139,6 +141,7 @@ class HappensBefore {
   static constexpr std::size_t kEventLocks = 64;
 
   StreamState* stream_locked(StreamKey key);
+  StreamState* reclaim_slot_locked();
   void end_stream_locked(StreamState* stream, bool record_marker);
   std::uint64_t cut(StreamState* stream);
   Clock position_locked(StreamState* stream);
@@ -151,7 +154,8 @@ class HappensBefore {
   Ordering& ordering_;
   mutable std::mutex mutex_;
   std::unordered_map<StreamKey, StreamState*> live_;
-  std::vector<std::unique_ptr<StreamState>> all_;  // by slot; dead ones stay (their frees may wait)
+  std::vector<std::unique_ptr<StreamState>> all_;  // by slot; a dead one stays until its frees are complete
+  std::vector<StreamState*> ended_;                 // dead, their slots not yet reclaimed
   std::unordered_map<EventKey, EventState> events_;
   std::array<std::mutex, kEventLocks> event_locks_;  // taken before mutex_, never after
   std::unordered_map<std::uintptr_t, StreamState*> legacy_by_group_;

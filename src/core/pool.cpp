@@ -59,16 +59,6 @@ Requirements Pool::requirements_of(const PoolStream& owner, const CachedFree& fr
   return freed.fresh ? Requirements{} : Requirements::of(owner.stream->slot, freed.tick);
 }
 
-void Pool::give_evicted(const PoolStream& owner, const CachedFree& freed) {
-  std::lock_guard guard(mutex_);
-  space_.give(freed.address, freed.bytes, requirements_of(owner, freed));
-}
-
-void Pool::give_completed(std::uintptr_t address, std::size_t placed) {
-  std::lock_guard guard(mutex_);
-  space_.give(address, placed);
-}
-
 void Pool::flush_caches_locked() {
   for (auto& share : all_shares_) {
     if (share->occupied.load(std::memory_order_relaxed) == 0) continue;  // a free racing this one stays cached

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -43,17 +44,35 @@ class Pool {
 
   const PoolProps& props() const noexcept { return props_; }
   bool destroyed() const noexcept { return destroyed_.load(std::memory_order_acquire); }
-  void mark_destroyed() noexcept { destroyed_.store(true, std::memory_order_release); }
 
   // The PoolStream of a stream's live state (created on first use).
   PoolStream* stream_share(StreamState* stream);
   // Everything but an exact hit in the requester's cache. `placed` is the request rounded to
   // the placement unit.
   Status allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address);
-  // A free pushed out of a stream's cache, into the pool's index.
-  void give_evicted(const PoolStream& owner, const CachedFree& freed);
-  // A free the host knows complete: into the index for anyone.
-  void give_completed(std::uintptr_t address, std::size_t placed);
+
+  // --- lifetime (pool_lifetime.cpp) ----------------------------------------------------------
+  // A pool is drained when it is destroyed, no allocation of it is live or being freed, and all
+  // its memory is known idle and given back: nothing can reach it any more, and its owner may
+  // delete it. Each call below that returns true is the one that found it drained (exactly one
+  // ever does); the caller must not touch the pool afterwards, but reclaim it.
+  //
+  // How a free is counted off without a pool-wide counter on the fast path: an allocation counts
+  // itself on its share (PoolStream::outstanding, under the share's lock). A free counts itself
+  // off on its share, under the share's lock, as its last touch of the pool, unless it still has
+  // work for the pool (a cache eviction) or sees the pool destroyed: then it counts itself off in
+  // finish_free, under the pool's mutex. destroy() marks the pool destroyed and then folds every
+  // share's count into the pool's own under each share's lock, so each free is counted exactly
+  // once, on its share before the fold or on the pool after it.
+  bool destroy();
+  // The end of a stream-ordered free that did not count itself off on its share: the evicted
+  // cache entry (if any) into the index, the count, and for a destroyed pool what can be
+  // released now.
+  bool finish_free(const PoolStream& owner, const std::optional<CachedFree>& evicted);
+  // A free the host knows complete (into the index for anyone), counted off.
+  bool finish_completed_free(std::uintptr_t address, std::size_t placed);
+  // A destroyed pool at a host synchronisation: what its frees left goes back now.
+  bool release_destroyed();
 
   // Synchronisation point: memory above the release threshold whose frees are known complete
   // goes back to the backing.
@@ -83,6 +102,8 @@ class Pool {
   // Streams whose frees, if known complete or ordered, would give the requester a fit.
   std::vector<Requirement> blocking_requirements_locked(std::size_t placed) const;
   void note_reserved_locked();
+  void release_idle_locked();
+  bool drained_locked();
 
   const PoolProps props_;
   std::unique_ptr<Backing> backing_;
@@ -102,6 +123,8 @@ class Pool {
   std::uint64_t reserved_high_ = 0;
   std::uint64_t settled_version_ = 0;  // HappensBefore::completion_version() at the last settle
   std::atomic<std::uint64_t> reserved_now_{0};  // a mirror of space_.reserved_bytes() for lock-free checks
+  std::int64_t outstanding_ = 0;  // the pool's part of the allocation count (see destroy())
+  bool drained_ = false;          // found drained once: never again
 
   UsageCounter usage_;
   SpinLock host_shard_lock_;

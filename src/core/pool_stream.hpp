@@ -80,6 +80,10 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
   // cache_count for readers without the lock: a slow path skips empty caches of other streams
   // without touching their locks (idle streams' lines stay where they are).
   std::atomic<std::size_t> occupied{0};
+  // Allocations served on this share minus frees counted off on it (a block freed on another
+  // stream makes one share's count high and the other's low: only the pool's sum means anything).
+  // Guarded by `lock`; see Pool::destroy for how the pool learns it has drained.
+  std::int64_t outstanding = 0;
   // The pool's mutex guards these: the size the slow path served last, and how many times in a row.
   std::size_t last_slow_bytes = 0;
   std::size_t slow_streak = 0;

@@ -2,9 +2,11 @@
 //
 // HandleSet: which Pool pointers are live handles. A program may pass any value as a pool
 // handle (the driver segfaults on a bad one; streampool answers CUDA_ERROR_INVALID_VALUE), so
-// a handle is checked against this set before it is dereferenced. Pools are never freed while
-// the engine lives, so a stale pointer stays safe to look up.
-// RegionSet: which address ranges belong to some pool (a pointer streampool must serve).
+// a handle is checked against this set before it is dereferenced; the set never dereferences
+// one itself, so a destroyed (even reclaimed) pool's pointer stays safe to look up.
+// RegionSet: which address ranges belong to some pool (a pointer streampool must serve). A
+// given-back region's slot is reused by the next region added, so the slots in use stay as many
+// as the regions that exist at once.
 #pragma once
 
 #include <array>
@@ -12,13 +14,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 
 namespace streampool::core {
 
 // HandleSet: open addressing over atomic slots, insert-only (a destroyed pool's slot keeps its
 // key with alive = false, and the same pointer coming back revives it). Lookups take no lock
 // and probe a few slots whatever the number of pools; Capacity must be a power of two and
-// stays at most half full (further pools are not recognised: never in practice).
+// stays at most half full (further pools are not recognised). The engine reuses a reclaimed
+// pool's storage for the next pool, so the distinct keys are at most the pools that existed at
+// once, not all that ever did.
 template <std::size_t Capacity>
 class HandleSet {
   static_assert((Capacity & (Capacity - 1)) == 0, "Capacity must be a power of two");
@@ -41,9 +46,11 @@ class HandleSet {
       }
     }
   }
-  void erase(const void* handle) {
+  // True when the handle was live: of two racing erases of one handle, exactly one wins.
+  bool erase(const void* handle) {
     std::lock_guard guard(mutex_);
-    if (Slot* slot = find(handle)) slot->alive.store(false, std::memory_order_release);
+    Slot* slot = find(handle);
+    return slot != nullptr && slot->alive.exchange(false, std::memory_order_acq_rel);
   }
   bool contains(const void* handle) const {
     if (handle == nullptr) return false;
@@ -98,8 +105,7 @@ class RegionSet {
   bool contains(std::uintptr_t address) const {
     const std::size_t count = count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t bytes = slots_[i].bytes.load(std::memory_order_acquire);
-      const std::uintptr_t base = slots_[i].base.load(std::memory_order_relaxed);
+      const auto [base, bytes] = read(slots_[i]);
       if (bytes != 0 && address >= base && address - base < bytes) return true;
     }
     return false;
@@ -110,9 +116,21 @@ class RegionSet {
     std::atomic<std::uintptr_t> base{0};
     std::atomic<std::size_t> bytes{0};
   };
+  // A slot is reused as pools come and go, possibly while a reader looks at it. Writers clear
+  // bytes, then publish base and then bytes, each a release; a reader reads base, bytes, and base
+  // again, and takes the pair only if base did not change: it never pairs one region's base with
+  // another's size (seeing the new bytes implies seeing the new base; seeing the new base implies
+  // not seeing the old bytes).
   static void publish(Slot& slot, std::uintptr_t base, std::size_t bytes) {
-    slot.base.store(base, std::memory_order_relaxed);
+    slot.base.store(base, std::memory_order_release);
     slot.bytes.store(bytes, std::memory_order_release);
+  }
+  static std::pair<std::uintptr_t, std::size_t> read(const Slot& slot) {
+    for (;;) {
+      const std::uintptr_t base = slot.base.load(std::memory_order_acquire);
+      const std::size_t bytes = slot.bytes.load(std::memory_order_acquire);
+      if (slot.base.load(std::memory_order_relaxed) == base) return {base, bytes};
+    }
   }
   std::mutex mutex_;
   std::atomic<std::size_t> count_{0};

@@ -41,6 +41,9 @@ struct Registry {
   std::unordered_map<std::uintptr_t, StreamEntry> streams;           // created streams
   std::unordered_map<std::uintptr_t, CUdevice> contexts;             // context -> device
   std::unordered_map<core::StreamKey, CUcontext> per_thread_streams;  // live threads' keys
+  // The registry a forked child abandoned for this one: kept reachable, so that a leak checker
+  // does not report at the child's exit what was abandoned on purpose.
+  Registry* abandoned_before_fork = nullptr;
 };
 
 std::atomic<Registry*> shared_registry{nullptr};
@@ -394,6 +397,7 @@ void reset_stream_registry_after_fork() noexcept {
   // The old registry is abandoned, not destroyed: its lock may be held by a thread that did not
   // survive the fork. The forking thread's own per-thread streams are carried over.
   auto* fresh = new Registry;
+  fresh->abandoned_before_fork = shared_registry.load(std::memory_order_acquire);
   for (CUcontext& slot : per_thread_slots) {
     if (slot == nullptr) continue;
     try {

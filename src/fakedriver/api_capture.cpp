@@ -1,31 +1,17 @@
 // Entry points: a minimal stream capture. The fake tracks each stream's capture status and id so that
-// callers (and streampool's pass-through during capture) see CUDA's answers; it builds no graph:
+// callers (and streampool's pass-through during capture) see CUDA's answers; it records no work:
 // work submitted to a capturing stream is not run, and cuStreamEndCapture returns an empty graph
-// handle that cuGraphDestroy accepts.
+// (graph.hpp) that can be instantiated, launched (it does nothing) and destroyed.
 #include <atomic>
-#include <mutex>
-#include <unordered_set>
 
 #include "api_guard.hpp"
+#include "capture_rules.hpp"
 #include "driver.hpp"
+#include "graph.hpp"
 #include "stream_ops.hpp"
 
 namespace fake {
 namespace {
-
-struct EmptyGraph {
-  std::uint64_t capture_id = 0;
-};
-
-struct GraphRegistry {
-  std::mutex mutex;
-  std::unordered_set<CUgraph> live;
-};
-
-GraphRegistry& graphs() {
-  static auto* registry = new GraphRegistry();  // never destroyed
-  return *registry;
-}
 
 std::atomic<std::uint64_t> next_capture_id{1};
 
@@ -41,14 +27,11 @@ CUresult begin_capture(CUstream handle, DefaultStream default_stream, CUstreamCa
   Stream::Capture capture;
   capture.status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   capture.id = next_capture_id++;
-  auto* graph = new EmptyGraph{capture.id};
-  capture.graph = reinterpret_cast<CUgraph>(graph);
-  {
-    auto& registry = graphs();
-    std::lock_guard lock(registry.mutex);
-    registry.live.insert(capture.graph);
-  }
+  auto graph = std::make_unique<Graph>();
+  graph->capture_id = capture.id;
+  capture.graph = register_graph(std::move(graph));
   stream->set_capture(capture);
+  if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) global_capture_began(stream);
   return CUDA_SUCCESS;
 }
 
@@ -59,6 +42,8 @@ CUresult end_capture(CUstream handle, DefaultStream default_stream, CUgraph* gra
   const Stream::Capture capture = stream->capture();
   if (capture.status == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
   stream->set_capture(Stream::Capture{});
+  global_capture_ended(stream.get());
+  if (capture.status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   *graph_out = capture.graph;
   return CUDA_SUCCESS;
 }
@@ -85,15 +70,6 @@ CUresult capture_info(CUstream handle, DefaultStream default_stream, CUstreamCap
   if (dependencies_out != nullptr) *dependencies_out = nullptr;
   if (edge_data_out != nullptr) *edge_data_out = nullptr;
   if (dependency_count_out != nullptr) *dependency_count_out = 0;
-  return CUDA_SUCCESS;
-}
-
-CUresult graph_destroy(CUgraph graph) {
-  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
-  auto& registry = graphs();
-  std::lock_guard lock(registry.mutex);
-  if (registry.live.erase(graph) == 0) return CUDA_ERROR_INVALID_VALUE;
-  delete reinterpret_cast<EmptyGraph*>(graph);
   return CUDA_SUCCESS;
 }
 
@@ -191,4 +167,3 @@ FAKE_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCa
   FAKE_ENTRY(capture_info(hStream, DefaultStream::per_thread, captureStatus_out, id_out, graph_out, dependencies_out,
                           edgeData_out, numDependencies_out));
 }
-FAKE_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) { FAKE_ENTRY(graph_destroy(hGraph)); }

@@ -2,6 +2,7 @@
 #include <chrono>
 
 #include "api_guard.hpp"
+#include "capture_rules.hpp"
 #include "driver.hpp"
 #include "event.hpp"
 #include "stream_ops.hpp"
@@ -17,7 +18,7 @@ CUresult event_create(CUevent* out, unsigned flags) {
   if (out == nullptr || (flags & ~kEventFlagMask) != 0) return CUDA_ERROR_INVALID_VALUE;
   // Interprocess events must also disable timing, as in CUDA.
   if ((flags & CU_EVENT_INTERPROCESS) != 0 && (flags & CU_EVENT_DISABLE_TIMING) == 0) return CUDA_ERROR_INVALID_VALUE;
-  *out = register_event(std::make_shared<Event>(flags));
+  *out = register_event(std::make_shared<Event>(context, flags));
   return CUDA_SUCCESS;
 }
 
@@ -33,6 +34,7 @@ CUresult event_record(CUevent handle, CUstream stream_handle, DefaultStream defa
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
   std::shared_ptr<Stream> stream;
   if (CUresult status = resolve_stream(stream_handle, default_stream, stream); status != CUDA_SUCCESS) return status;
+  if (stream->context() != event->context()) return CUDA_ERROR_INVALID_HANDLE;  // cuda.h: "must be from the same context"
   if (capturing(stream)) return CUDA_SUCCESS;  // becomes a graph node in CUDA; the fake keeps no graph
   auto mark = std::make_shared<EventMark>();
   mark->stream = stream;
@@ -47,6 +49,7 @@ CUresult event_query(CUevent handle) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   auto event = find_event(handle);
   if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult refused = refuse_during_global_capture(); refused != CUDA_SUCCESS) return refused;
   auto mark = event->mark();
   return !mark || mark->stream->reached(mark->ticket) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "call_counters.hpp"
+#include "entry_delay.hpp"
 #include "fault_injection.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -27,10 +28,12 @@ CUresult guarded(Body&& body) noexcept {
 }  // namespace fake
 
 // Counts the call, answers an injected failure if a test asked for one (fault_injection.hpp), else
-// runs `impl_call` (an expression returning CUresult) under guarded().
+// runs `impl_call` (an expression returning CUresult) under guarded(), between the entry point's
+// test delays (entry_delay.hpp).
 #define FAKE_ENTRY(impl_call)                                                                       \
   FAKE_COUNT_CALL();                                                                                \
   if (const CUresult fake_injected_ = ::fake::injected_failure(__func__); fake_injected_ != CUDA_SUCCESS) { \
     return fake_injected_;                                                                          \
   }                                                                                                 \
+  FAKE_DELAY_SCOPE();                                                                               \
   return ::fake::guarded([&]() -> CUresult { return impl_call; })

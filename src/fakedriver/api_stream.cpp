@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "api_guard.hpp"
+#include "capture_rules.hpp"
 #include "driver.hpp"
 #include "event.hpp"
 #include "stream_ops.hpp"
@@ -37,6 +38,7 @@ CUresult stream_query(CUstream handle, DefaultStream default_stream) {
   std::shared_ptr<Stream> stream;
   if (CUresult status = resolve_stream(handle, default_stream, stream); status != CUDA_SUCCESS) return status;
   if (capturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (CUresult refused = refuse_during_global_capture(); refused != CUDA_SUCCESS) return refused;
   return stream->idle() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
@@ -55,9 +57,18 @@ CUresult stream_read(CUstream handle, DefaultStream default_stream, Read&& read)
   return read(*stream);
 }
 
+// cuStreamGetFlags and cuStreamGetId of a capturing stream: refused, and the capture invalidated.
+CUresult refuse_own_capture(Stream& stream) {
+  Stream::Capture capture = stream.capture();
+  capture.status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  stream.set_capture(capture);
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
 CUresult stream_get_flags(CUstream handle, DefaultStream default_stream, unsigned* flags) {
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return stream_read(handle, default_stream, [&](Stream& stream) {
+    if (stream.capture().status != CU_STREAM_CAPTURE_STATUS_NONE) return refuse_own_capture(stream);
     *flags = stream.flags();
     return CUDA_SUCCESS;
   });
@@ -74,6 +85,7 @@ CUresult stream_get_priority(CUstream handle, DefaultStream default_stream, int*
 CUresult stream_get_id(CUstream handle, DefaultStream default_stream, unsigned long long* id) {
   if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return stream_read(handle, default_stream, [&](Stream& stream) {
+    if (stream.capture().status != CU_STREAM_CAPTURE_STATUS_NONE) return refuse_own_capture(stream);
     *id = stream.id();
     return CUDA_SUCCESS;
   });

@@ -39,6 +39,8 @@ std::shared_ptr<Stream> Context::per_thread_stream() {
   if (!mine) {
     mine = std::make_shared<Stream>(this, StreamKind::per_thread_default, 0u, 0);
     std::lock_guard lock(streams_mutex_);
+    // Ended threads' streams go: a weak_ptr keeps a make_shared object's memory alive.
+    std::erase_if(streams_, [](const std::weak_ptr<Stream>& weak) { return weak.expired(); });
     streams_.push_back(mine);
   }
   return mine;
@@ -64,7 +66,14 @@ std::vector<std::shared_ptr<Stream>> Context::live_streams_locked() {
 
 std::uint64_t Context::submit(const std::shared_ptr<Stream>& stream, std::function<void()> work,
                               std::vector<TicketWait> waits) {
-  if (!stream->synchronizes_with_legacy()) return stream->enqueue(std::move(work), std::move(waits));
+  std::vector<Stream::Operation> operations;
+  operations.push_back(Stream::Operation{std::move(work), std::move(waits)});
+  return submit_all(stream, std::move(operations));
+}
+
+std::uint64_t Context::submit_all(const std::shared_ptr<Stream>& stream, std::vector<Stream::Operation> operations) {
+  if (!stream->synchronizes_with_legacy()) return stream->enqueue_all(std::move(operations));
+  std::vector<TicketWait>& waits = operations.front().waits;  // the implicit waits go before the first
 
   std::lock_guard submission(implicit_sync_mutex_);
   if (stream->kind() == StreamKind::legacy_default) {
@@ -89,7 +98,7 @@ std::uint64_t Context::submit(const std::shared_ptr<Stream>& stream, std::functi
       if (!legacy->reached(ticket)) waits.push_back(TicketWait{legacy, ticket});
     }
   }
-  return stream->enqueue(std::move(work), std::move(waits));
+  return stream->enqueue_all(std::move(operations));
 }
 
 void Context::synchronize() {

@@ -41,6 +41,8 @@ class Context {
   // Submits work to one of this context's streams, adding the legacy-stream implicit waits.
   std::uint64_t submit(const std::shared_ptr<Stream>& stream, std::function<void()> work,
                        std::vector<TicketWait> waits = {});
+  // The same for several operations queued back to back; returns the first one's ticket.
+  std::uint64_t submit_all(const std::shared_ptr<Stream>& stream, std::vector<Stream::Operation> operations);
   // Waits for everything submitted so far to any stream of the context.
   void synchronize();
   // Drains and closes every stream (context destroy, primary context reset) and gives the context a

@@ -57,7 +57,7 @@ void Driver::forget_context(Context* context) {
 }
 
 CUstream Driver::register_stream(std::shared_ptr<Stream> stream) {
-  auto handle = reinterpret_cast<CUstream>(stream.get());
+  auto handle = static_cast<CUstream>(stream_handles_.take());
   std::unique_lock lock(streams_mutex_);
   streams_.emplace(handle, std::move(stream));
   return handle;
@@ -75,12 +75,17 @@ std::shared_ptr<Stream> Driver::unregister_stream(CUstream handle) {
   if (found == streams_.end()) return nullptr;
   auto stream = std::move(found->second);
   streams_.erase(found);
+  stream_handles_.give_back(handle);
   return stream;
 }
 
 void Driver::unregister_streams_of(const Context* context) {
   std::unique_lock lock(streams_mutex_);
-  std::erase_if(streams_, [context](const auto& entry) { return entry.second->context() == context; });
+  std::erase_if(streams_, [this, context](const auto& entry) {
+    if (entry.second->context() != context) return false;
+    stream_handles_.give_back(entry.first);
+    return true;
+  });
 }
 
 CUresult require_initialized() {

@@ -16,6 +16,7 @@
 
 #include "config.hpp"
 #include "context.hpp"
+#include "handle_slots.hpp"
 #include "stream.hpp"
 
 namespace fake {
@@ -51,7 +52,8 @@ class Driver {
   bool live_context(const Context* context);
   void forget_context(Context* context);
 
-  // Streams created by cuStreamCreate*.
+  // Streams created by cuStreamCreate*. Handles are reused, most recently destroyed first
+  // (handle_slots.hpp).
   CUstream register_stream(std::shared_ptr<Stream> stream);
   std::shared_ptr<Stream> find_stream(CUstream handle);
   std::shared_ptr<Stream> unregister_stream(CUstream handle);
@@ -72,6 +74,7 @@ class Driver {
 
   std::shared_mutex streams_mutex_;
   std::unordered_map<CUstream, std::shared_ptr<Stream>> streams_;
+  HandleSlots stream_handles_;
 };
 
 // Common checks of entry points; each returns CUDA_SUCCESS or the error CUDA gives.

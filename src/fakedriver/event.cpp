@@ -1,5 +1,7 @@
 #include "event.hpp"
 
+#include "handle_slots.hpp"
+
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -9,6 +11,7 @@ namespace {
 struct EventRegistry {
   std::shared_mutex mutex;
   std::unordered_map<CUevent, std::shared_ptr<Event>> live;
+  HandleSlots handles;  // reused, most recently destroyed first
 };
 
 EventRegistry& events() {
@@ -19,8 +22,8 @@ EventRegistry& events() {
 }  // namespace
 
 CUevent register_event(std::shared_ptr<Event> event) {
-  auto handle = reinterpret_cast<CUevent>(event.get());
   auto& registry = events();
+  auto handle = static_cast<CUevent>(registry.handles.take());
   std::unique_lock lock(registry.mutex);
   registry.live.emplace(handle, std::move(event));
   return handle;
@@ -36,7 +39,9 @@ std::shared_ptr<Event> find_event(CUevent handle) {
 bool unregister_event(CUevent handle) {
   auto& registry = events();
   std::unique_lock lock(registry.mutex);
-  return registry.live.erase(handle) != 0;
+  if (registry.live.erase(handle) == 0) return false;
+  registry.handles.give_back(handle);
+  return true;
 }
 
 }  // namespace fake

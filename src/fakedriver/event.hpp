@@ -1,6 +1,7 @@
 // Fake events. Recording an event submits an operation that stamps the time it ran; the event then
 // refers to that (stream, ticket). Re-recording replaces the reference, which re-arms the event.
-// A never-recorded event counts as complete, and waiting for it is a no-op, as in CUDA.
+// A never-recorded event counts as complete, and waiting for it is a no-op, as in CUDA. An event
+// belongs to the context current at its creation and can only be recorded on that context's streams.
 #pragma once
 
 #include <cuda.h>
@@ -20,9 +21,12 @@ struct EventMark {
   std::chrono::steady_clock::time_point reached_at;  // written by the stream's worker
 };
 
+class Context;
+
 class Event {
  public:
-  explicit Event(unsigned flags) : flags_(flags) {}
+  Event(Context* owner, unsigned flags) : owner_(owner), flags_(flags) {}
+  Context* context() const { return owner_; }
   unsigned flags() const { return flags_; }
   std::shared_ptr<EventMark> mark() {
     std::lock_guard lock(mutex_);
@@ -34,6 +38,7 @@ class Event {
   }
 
  private:
+  Context* const owner_;
   const unsigned flags_;
   std::mutex mutex_;
   std::shared_ptr<EventMark> mark_;

@@ -20,13 +20,26 @@ std::uint64_t Stream::enqueue(std::function<void()> work, std::vector<TicketWait
   std::unique_lock lock(mutex_);
   queue_.push_back(Operation{std::move(work), std::move(waits)});
   const std::uint64_t ticket = ++submitted_;
+  start_or_notify_worker_locked();
+  return ticket;
+}
+
+std::uint64_t Stream::enqueue_all(std::vector<Operation> operations) {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t first = submitted_ + 1;
+  for (Operation& operation : operations) queue_.push_back(std::move(operation));
+  submitted_ += operations.size();
+  start_or_notify_worker_locked();
+  return first;
+}
+
+void Stream::start_or_notify_worker_locked() {
   if (!worker_running_) {
     worker_running_ = true;
     std::thread([self = shared_from_this()] { self->run_worker(); }).detach();
   } else {
     work_arrived_.notify_one();
   }
-  return ticket;
 }
 
 void Stream::run_worker() {

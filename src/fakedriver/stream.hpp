@@ -49,8 +49,16 @@ class Stream : public std::enable_shared_from_this<Stream> {
     return kind_ != StreamKind::created || (flags_ & CU_STREAM_NON_BLOCKING) == 0;
   }
 
-  // Queues `work` (may be empty: a pure wait) to run after `waits`; returns its ticket.
+  // One queued operation: `work` (may be empty: a pure wait) run after `waits`.
+  struct Operation {
+    std::function<void()> work;
+    std::vector<TicketWait> waits;
+  };
+  // Queues `work` to run after `waits`; returns its ticket.
   std::uint64_t enqueue(std::function<void()> work, std::vector<TicketWait> waits);
+  // Queues several operations back to back (nothing else queued between them: a graph launch);
+  // returns the first one's ticket, the others follow it one by one. `operations` is not empty.
+  std::uint64_t enqueue_all(std::vector<Operation> operations);
   bool reached(std::uint64_t ticket);
   void wait_until_reached(std::uint64_t ticket);
   std::uint64_t last_submitted();
@@ -60,7 +68,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // No more work will come: the worker exits once the queue is empty.
   void close();
 
-  // Graph capture state (the fake records no graph; work on a capturing stream is not run).
+  // Graph capture state (the fake records no captured work; work on a capturing stream is not run).
   struct Capture {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     std::uint64_t id = 0;
@@ -70,10 +78,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   void set_capture(const Capture& capture);
 
  private:
-  struct Operation {
-    std::function<void()> work;
-    std::vector<TicketWait> waits;
-  };
+  void start_or_notify_worker_locked();
   void run_worker();
 
   Context* const owner_;

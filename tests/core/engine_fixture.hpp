@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/engine.hpp"
 #include "core/sizes.hpp"
+#include "doubles/forwarding_backing.hpp"
 #include "doubles/in_memory_backing.hpp"
 #include "doubles/scripted_ordering.hpp"
 
@@ -24,11 +26,17 @@ class EngineTest : public ::testing::Test {
   static constexpr core::StreamKey kStream3 = 0x3000;
   static constexpr core::StreamKey kLegacy = 0x10;
 
+  // The pool gets a backing that forwards to one the fixture keeps: a test may read
+  // last_backing after the engine has reclaimed the pool; last_backing_released says whether it has.
   core::Pool* make_pool(core::PoolProps props = {}, InMemoryBacking::Config config = {}) {
-    auto backing = std::make_unique<InMemoryBacking>(config);
-    last_backing = backing.get();
+    backings.push_back(std::make_unique<InMemoryBacking>(config));
+    last_backing = backings.back().get();
+    released.push_back(std::make_unique<bool>(false));
+    last_backing_released = released.back().get();
     core::Pool* pool = nullptr;
-    EXPECT_EQ(engine.create_pool(props, std::move(backing), &pool), core::Status::success);
+    EXPECT_EQ(engine.create_pool(props, std::make_unique<ForwardingBacking>(*last_backing, last_backing_released),
+                                 &pool),
+              core::Status::success);
     return pool;
   }
   std::uintptr_t alloc(core::Pool* pool, std::size_t bytes, core::StreamKey stream) {
@@ -69,9 +77,13 @@ class EngineTest : public ::testing::Test {
     engine.stream_waited(to, event);
   }
 
+  // Declared before the engine: they outlive the pools that forward to them.
+  std::vector<std::unique_ptr<InMemoryBacking>> backings;
+  std::vector<std::unique_ptr<bool>> released;
   ScriptedOrdering ordering;
   core::Engine engine{ordering};
   InMemoryBacking* last_backing = nullptr;
+  bool* last_backing_released = nullptr;
 };
 
 }  // namespace streampool::testing

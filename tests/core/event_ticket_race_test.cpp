@@ -56,11 +56,11 @@ TEST_F(EventTicketRace, ACommitWhileARecordIsInTheDriverWaitsForItsTracking) {
   const core::SyncTicket ticket = engine.ticket_for_event(kEvent, true);
   std::promise<void> in_driver;
   std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
+  std::shared_future<void> let_go = release.get_future().share();
   auto recorder = std::async(std::launch::async, [&] {
     engine.record_event(kEvent, kStream2, [&] {
       in_driver.set_value();  // the driver has recorded the event on stream 2
-      released.wait();
+      let_go.wait();
       return true;
     });
   });

@@ -165,3 +165,44 @@ TEST_F(Tracking, AContextSynchronizeCoversOnlyItsOwnStreams) {
 
 }  // namespace
 }  // namespace streampool::testing
+
+namespace streampool::testing {
+namespace {
+
+class StreamLifetimes : public EngineTest {};
+
+TEST_F(StreamLifetimes, EndedStreamsWhoseFreesCompletedLeaveNoSlotBehind) {
+  core::Pool* pool = make_pool();
+  for (core::StreamKey key = 0x10000; key < 0x10000 + 1000 * 0x10; key += 0x10) {
+    free(alloc(pool, 1 * MiB, key), key);
+    engine.stream_destroyed(key);  // a marker covers its frees
+    ordering.complete_all();       // its work ends
+  }
+  EXPECT_LE(engine.stream_slots(), 2u);
+}
+
+TEST_F(StreamLifetimes, AnEndedStreamWithPendingFreesKeepsItsSlotUntilTheyComplete) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t block = alloc(pool, 32 * MiB, kStream1);
+  ordering.enqueue_work(kStream1);
+  free(block, kStream1);
+  engine.stream_destroyed(kStream1);
+  (void)alloc(pool, 1 * MiB, kStream2);  // a new stream while s1's free is pending
+  EXPECT_EQ(engine.stream_slots(), 2u);
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);  // and s1's free is still not s2's
+}
+
+TEST_F(StreamLifetimes, AReclaimedSlotsNewStreamsFreesAreNotTakenForTheOldOnes) {
+  core::Pool* pool = make_pool();
+  free(alloc(pool, 1 * MiB, kStream1), kStream1);
+  engine.stream_destroyed(kStream1);
+  ordering.complete_all();
+  const std::uintptr_t block = alloc(pool, 32 * MiB, kStream2);  // s2 takes s1's slot
+  ASSERT_EQ(engine.stream_slots(), 1u);
+  ordering.enqueue_work(kStream2);
+  free(block, kStream2);
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream3), block);  // s2's free is pending: not complete
+}
+
+}  // namespace
+}  // namespace streampool::testing

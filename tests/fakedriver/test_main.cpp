@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 namespace {
 
 constexpr const char* kReportMode = "--report-fake-config";
+constexpr const char* kDelayMode = "--report-fake-delay";
 
 int report_fake_config() {
   const CUresult init = cuInit(0);
@@ -26,6 +28,16 @@ int report_fake_config() {
     cuDeviceTotalMem(&total, 0);
   }
   std::printf("init=%d devices=%d memory=%zu\n", static_cast<int>(init), devices, total);
+  return 0;
+}
+
+// How long cuDriverGetVersion took, in microseconds (delays_test.cpp sets a delay for it).
+int report_fake_delay() {
+  int version = 0;
+  const auto start = std::chrono::steady_clock::now();
+  cuDriverGetVersion(&version);
+  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+  std::printf("took_us=%lld\n", static_cast<long long>(took.count()));
   return 0;
 }
 
@@ -49,6 +61,7 @@ std::string run_self_with_environment(const std::string& environment, const std:
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], kReportMode) == 0) return report_fake_config();
+  if (argc > 1 && std::strcmp(argv[1], kDelayMode) == 0) return report_fake_delay();
   setenv("STREAMPOOL_FAKE_DEVICES", std::to_string(fake_test::kDevices).c_str(), 1);
   setenv("STREAMPOOL_FAKE_MEMORY", "1G", 1);
   ::testing::InitGoogleTest(&argc, argv);

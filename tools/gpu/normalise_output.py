@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reduces a program's output to what must be the same on NVIDIA's driver alone and under streampool.
 
-    normalise_output.py [--mode full|result] [--replace TEXT=TOKEN]... FILE...
+    normalise_output.py [--mode full|result|nonumbers] [--replace TEXT=TOKEN]... FILE...
 
 Reads the files (standard output and standard error of one run), and prints their lines sorted:
 threads, callbacks and kernel printf interleave differently from run to run, so line order is not
@@ -16,6 +16,8 @@ compared, only which lines there are. Before sorting, each line is reduced:
   - runs of blanks become one blank; empty lines are dropped.
 --mode result keeps only the lines that report a result (PASS, FAIL, Result, error, mismatch,
 waived, test ...), for programs whose other lines are all measurements.
+--mode nonumbers turns every number into '#': for programs that print random inputs, thread or
+block numbers the scheduler picks, or measurements without units.
 """
 import argparse
 import re
@@ -47,12 +49,12 @@ def round_float(match):
     return "%.3g" % value
 
 
-def normalise_line(line, replacements):
+def normalise_line(line, replacements, nonumbers=False):
     for text, token in replacements:
         if text:
             line = line.replace(text, token)
     line = HEX.sub("0xADDR", line)
-    if MEASUREMENT.search(line):
+    if nonumbers or MEASUREMENT.search(line):
         line = NUMBER.sub("#", line)
     else:
         line = FLOAT.sub(round_float, line)
@@ -65,7 +67,7 @@ def normalise(lines, mode, replacements):
         line = raw.rstrip("\r\n")
         if mode == "result" and not RESULT.search(line):
             continue
-        line = normalise_line(line, replacements)
+        line = normalise_line(line, replacements, mode == "nonumbers")
         if line:
             kept.append(line)
     return sorted(kept)
@@ -73,7 +75,7 @@ def normalise(lines, mode, replacements):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("full", "result"), default="full")
+    parser.add_argument("--mode", choices=("full", "result", "nonumbers"), default="full")
     parser.add_argument("--replace", action="append", default=[], metavar="TEXT=TOKEN")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args(argv)

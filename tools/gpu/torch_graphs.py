@@ -45,7 +45,12 @@ def check(name, got, expected, rtol=1e-4, atol=1e-5):
 
 
 def fork_join(x, w1, w2):
-    """Main stream: x @ w1. Side stream: relu(x @ w2) * 2 and a temporary. Joined and added."""
+    """Main stream: x @ w1. Side stream: relu(x @ w2) * 2 and a temporary. Joined and added.
+
+    Everything the side stream allocates is freed on it before the join, and its result goes to a
+    buffer made before the capture: with backend:cudaMallocAsync a side-stream tensor freed after
+    the join would leave unjoined work on the side stream (the driver refuses to end the capture).
+    """
     main = torch.cuda.current_stream()
     side = fork_join.side
     side.wait_stream(main)
@@ -53,12 +58,10 @@ def fork_join(x, w1, w2):
     with torch.cuda.stream(side):
         b = torch.relu(x @ w2)
         scratch = torch.empty_like(b).fill_(2.0)  # allocated and freed on the side stream
-        c = b * scratch
+        torch.mul(b, scratch, out=fork_join.side_out)
         del scratch, b
     main.wait_stream(side)
-    # c was made on the side stream and is used (and freed) on the main stream.
-    c.record_stream(main)
-    temporary = a + c
+    temporary = a + fork_join.side_out
     return temporary.sum(dim=1, keepdim=True) + temporary
 
 
@@ -68,6 +71,7 @@ def test_fork_join(device, mode):
     w2 = torch.randn(256, 256, generator=generator).to(device)
     static_x = torch.randn(128, 256, generator=generator).to(device)
     fork_join.side = torch.cuda.Stream()
+    fork_join.side_out = torch.empty(128, 256, device=device)
     # Warm up on a side stream, as PyTorch's documentation asks before a capture.
     warm = torch.cuda.Stream()
     warm.wait_stream(torch.cuda.current_stream())
@@ -86,6 +90,7 @@ def test_fork_join(device, mode):
         torch.cuda.synchronize()
         check("fork/join capture (%s mode) replay %d" % (mode, replay), static_out, expected)
     del graph, static_out
+    fork_join.side_out = None
     torch.cuda.synchronize()
 
 

@@ -3,28 +3,29 @@
 // device attributes that describe the pool family.
 #include "call_counters.hpp"
 #include "process_state.hpp"
+#include "raw_enum.hpp"
 
 namespace streampool::interpose {
 
 namespace {
 
-bool known_attribute(CUmemPool_attribute attribute) noexcept {
-  auto number = static_cast<int>(attribute);
-  return number >= driver::kMempoolAttrFirst && number <= driver::kMempoolAttrLast;
+// Attributes and the pool attribute enum arrive as ints (raw_enum.hpp): any value is answered.
+bool known_attribute(int attribute) noexcept {
+  return attribute >= driver::kMempoolAttrFirst && attribute <= driver::kMempoolAttrLast;
 }
 
 // Set and Get accept the same calls: the pool a call names, or nullptr when its value pointer,
 // attribute or pool handle is one the driver answers CUDA_ERROR_INVALID_VALUE for.
-core::Pool* attribute_call_pool(CUmemoryPool handle, CUmemPool_attribute attribute, const void* value) {
+core::Pool* attribute_call_pool(CUmemoryPool handle, int attribute, const void* value) {
   auto* pool = reinterpret_cast<core::Pool*>(handle);
   if (value == nullptr || !known_attribute(attribute) || !engine().is_pool(pool)) return nullptr;
   return pool;
 }
 
-CUresult pool_set_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, void* value) noexcept {
+CUresult pool_set_attribute(CUmemoryPool handle, int attribute, void* value) noexcept {
   count_call(Hook::cuMemPoolSetAttribute);
   HookScope scope;
-  if (bypass(scope)) return forward(driver::real().cuMemPoolSetAttribute, handle, attribute, value);
+  if (bypass(scope)) return forward(as_int_abi(driver::real().cuMemPoolSetAttribute), handle, attribute, value);
   try {
     core::Pool* pool = attribute_call_pool(handle, attribute, value);
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -34,10 +35,10 @@ CUresult pool_set_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, 
   }
 }
 
-CUresult pool_get_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, void* value) noexcept {
+CUresult pool_get_attribute(CUmemoryPool handle, int attribute, void* value) noexcept {
   count_call(Hook::cuMemPoolGetAttribute);
   HookScope scope;
-  if (bypass(scope)) return forward(driver::real().cuMemPoolGetAttribute, handle, attribute, value);
+  if (bypass(scope)) return forward(as_int_abi(driver::real().cuMemPoolGetAttribute), handle, attribute, value);
   try {
     core::Pool* pool = attribute_call_pool(handle, attribute, value);
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -47,10 +48,10 @@ CUresult pool_get_attribute(CUmemoryPool handle, CUmemPool_attribute attribute, 
   }
 }
 
-CUresult device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice device) noexcept {
+CUresult device_get_attribute(int* value, int attribute, CUdevice device) noexcept {
   count_call(Hook::cuDeviceGetAttribute);
   HookScope scope;
-  CUresult result = forward(driver::real().cuDeviceGetAttribute, value, attribute, device);
+  CUresult result = forward(as_int_abi(driver::real().cuDeviceGetAttribute), value, attribute, device);
   if (result != CUDA_SUCCESS || bypass(scope)) return result;
   if (attribute == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) {
     *value = 1;  // streampool serves the pool family on every device
@@ -67,13 +68,13 @@ CUresult device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice
 namespace sp = streampool::interpose;
 
 STREAMPOOL_HOOK CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
-  return sp::pool_set_attribute(pool, attr, value);
+  return sp::pool_set_attribute(pool, sp::raw_enum(attr), value);
 }
 
 STREAMPOOL_HOOK CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
-  return sp::pool_get_attribute(pool, attr, value);
+  return sp::pool_get_attribute(pool, sp::raw_enum(attr), value);
 }
 
 STREAMPOOL_HOOK CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
-  return sp::device_get_attribute(pi, attrib, dev);
+  return sp::device_get_attribute(pi, sp::raw_enum(attrib), dev);
 }

@@ -107,13 +107,11 @@ ContextStreams streams_of(CUcontext context) noexcept {
 }
 
 void trim_device_pools(CUdevice device) {
-  std::vector<core::Pool*> device_pools;
-  engine().for_each_pool([&device_pools](core::Pool* pool) { device_pools.push_back(pool); });
-  for (core::Pool* pool : device_pools) {
-    if (!engine().is_pool(pool)) continue;
+  // In the visit: a pool destroyed meanwhile on another thread is not reclaimed under it.
+  engine().for_each_pool([device](core::Pool* pool) {
     const core::PoolProps& props = engine().props(pool);
     if (props.kind == core::PoolKind::device && props.location_id == device) engine().trim_to(pool, 0);
-  }
+  });
 }
 
 // The context is gone (the driver destroyed it, waiting for its work).
@@ -165,10 +163,12 @@ bool primary_active(CUdevice device) noexcept {
   return active != 0;
 }
 
-// cuDevicePrimaryCtxReset and cuDevicePrimaryCtxRelease: if the context is no longer active after
-// the call, it ended.
+// cuDevicePrimaryCtxReset (the context's streams and work end whatever the reference count) and
+// cuDevicePrimaryCtxRelease (they end when the context is no longer active after the call).
+enum class PrimaryEnd { always, when_inactive };
+
 template <class RealCall>
-CUresult primary_context_end(Hook hook, CUdevice device, RealCall real_call) noexcept {
+CUresult primary_context_end(Hook hook, CUdevice device, PrimaryEnd ends, RealCall real_call) noexcept {
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) return real_call();
@@ -176,7 +176,9 @@ CUresult primary_context_end(Hook hook, CUdevice device, RealCall real_call) noe
   if (primary == nullptr) return real_call();
   const ContextStreams streams = streams_of(primary);
   CUresult result = real_call();
-  if (result == CUDA_SUCCESS && !primary_active(device)) context_ended(primary, streams, device);
+  if (result == CUDA_SUCCESS && (ends == PrimaryEnd::always || !primary_active(device))) {
+    context_ended(primary, streams, device);
+  }
   return result;
 }
 
@@ -234,21 +236,21 @@ STREAMPOOL_HOOK CUresult cuCtxDestroy_v2(CUcontext ctx) {
 }
 
 STREAMPOOL_HOOK CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
-  return sp::primary_context_end(Hook::cuDevicePrimaryCtxReset, dev,
+  return sp::primary_context_end(Hook::cuDevicePrimaryCtxReset, dev, sp::PrimaryEnd::always,
                                  [=] { return sp::forward(real().cuDevicePrimaryCtxReset, dev); });
 }
 
 STREAMPOOL_HOOK CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  return sp::primary_context_end(Hook::cuDevicePrimaryCtxReset_v2, dev,
+  return sp::primary_context_end(Hook::cuDevicePrimaryCtxReset_v2, dev, sp::PrimaryEnd::always,
                                  [=] { return sp::forward(real().cuDevicePrimaryCtxReset_v2, dev); });
 }
 
 STREAMPOOL_HOOK CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  return sp::primary_context_end(Hook::cuDevicePrimaryCtxRelease, dev,
+  return sp::primary_context_end(Hook::cuDevicePrimaryCtxRelease, dev, sp::PrimaryEnd::when_inactive,
                                  [=] { return sp::forward(real().cuDevicePrimaryCtxRelease, dev); });
 }
 
 STREAMPOOL_HOOK CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  return sp::primary_context_end(Hook::cuDevicePrimaryCtxRelease_v2, dev,
+  return sp::primary_context_end(Hook::cuDevicePrimaryCtxRelease_v2, dev, sp::PrimaryEnd::when_inactive,
                                  [=] { return sp::forward(real().cuDevicePrimaryCtxRelease_v2, dev); });
 }

@@ -299,28 +299,28 @@ CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, int 
 // the call is forwarded.
 using MemGetPoolEntry = decltype(&::cuMemGetMemPool) driver::DriverTable::*;
 
-// cuMemGetDefaultMemPool (current = false) and cuMemGetMemPool (current = true).
+// cuMemGetDefaultMemPool (current = false) and cuMemGetMemPool (current = true). The allocation
+// type arrives as the int the program passed (raw_enum.hpp).
 CUresult mem_get_pool(Hook hook, MemGetPoolEntry real_entry, CUmemoryPool* pool_out, CUmemLocation* location,
-                      CUmemAllocationType type, bool current) noexcept {
+                      int allocation_type, bool current) noexcept {
   count_call(hook);
   HookScope scope;
-  if (bypass(scope)) return forward(driver::real().*real_entry, pool_out, location, type);
+  if (bypass(scope)) return forward(as_int_abi(driver::real().*real_entry), pool_out, location, allocation_type);
   try {
-    return lookup_pool(pool_out, location, static_cast<int>(type), current);
+    return lookup_pool(pool_out, location, allocation_type, current);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
 }
 
-CUresult mem_set_pool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool handle) noexcept {
+CUresult mem_set_pool(CUmemLocation* location, int allocation_type, CUmemoryPool handle) noexcept {
   count_call(Hook::cuMemSetMemPool);
   HookScope scope;
-  if (bypass(scope)) return forward(driver::real().cuMemSetMemPool, location, type, handle);
+  if (bypass(scope)) return forward(as_int_abi(driver::real().cuMemSetMemPool), location, allocation_type, handle);
   try {
     core::Pool* pool = pool_of(handle);
     if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
     const core::PoolProps& props = engine().props(pool);
-    const int allocation_type = static_cast<int>(type);
     const int location_type = raw_enum(location->type);
     // The pool must match the location and allocation type it is made current for.
     if (props.allocation_type != allocation_type) return CUDA_ERROR_INVALID_VALUE;
@@ -420,16 +420,16 @@ STREAMPOOL_HOOK CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) { r
 STREAMPOOL_HOOK CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location,
                                                 CUmemAllocationType type) {
   return sp::mem_get_pool(Hook::cuMemGetDefaultMemPool, &streampool::driver::DriverTable::cuMemGetDefaultMemPool,
-                          pool_out, location, type, false);
+                          pool_out, location, sp::raw_enum(type), false);
 }
 
 STREAMPOOL_HOOK CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* location, CUmemAllocationType type) {
   return sp::mem_get_pool(Hook::cuMemGetMemPool, &streampool::driver::DriverTable::cuMemGetMemPool, pool, location,
-                          type, true);
+                          sp::raw_enum(type), true);
 }
 
 STREAMPOOL_HOOK CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
-  return sp::mem_set_pool(location, type, pool);
+  return sp::mem_set_pool(location, sp::raw_enum(type), pool);
 }
 
 // --- IPC: not implemented yet ----------------------------------------------------------------------
@@ -442,8 +442,8 @@ STREAMPOOL_HOOK CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUme
   sp::count_call(Hook::cuMemPoolExportToShareableHandle);
   sp::HookScope scope;
   if (sp::bypass(scope)) {
-    return sp::forward(streampool::driver::real().cuMemPoolExportToShareableHandle, handle_out, pool, handleType,
-                       flags);
+    return sp::forward(sp::as_int_abi(streampool::driver::real().cuMemPoolExportToShareableHandle), handle_out, pool,
+                       sp::raw_enum(handleType), flags);
   }
   return CUDA_ERROR_NOT_SUPPORTED;
 }
@@ -454,8 +454,8 @@ STREAMPOOL_HOOK CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_o
   sp::count_call(Hook::cuMemPoolImportFromShareableHandle);
   sp::HookScope scope;
   if (sp::bypass(scope)) {
-    return sp::forward(streampool::driver::real().cuMemPoolImportFromShareableHandle, pool_out, handle, handleType,
-                       flags);
+    return sp::forward(sp::as_int_abi(streampool::driver::real().cuMemPoolImportFromShareableHandle), pool_out, handle,
+                       sp::raw_enum(handleType), flags);
   }
   return CUDA_ERROR_NOT_SUPPORTED;
 }

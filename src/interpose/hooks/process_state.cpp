@@ -17,6 +17,7 @@ std::atomic<ProcessState*> process_state{nullptr};
 namespace {
 
 std::atomic<bool> first_use_noted{false};
+std::atomic<ProcessState*> abandoned_state{nullptr};  // until a fresh state holds it
 
 void per_thread_stream_ended(core::StreamKey key) {
   ProcessState* current = existing_state();
@@ -29,7 +30,10 @@ void per_thread_stream_ended(core::StreamKey key) {
 }
 
 void child_after_fork() {
-  detail::process_state.store(nullptr, std::memory_order_release);  // abandoned, not destroyed
+  // Abandoned, not destroyed: its locks may be held by threads that did not survive the fork.
+  if (ProcessState* parents = detail::process_state.exchange(nullptr, std::memory_order_acq_rel)) {
+    abandoned_state.store(parents, std::memory_order_release);
+  }
   driver::reset_stream_registry_after_fork();
   driver::forget_captures();
 }
@@ -67,6 +71,7 @@ namespace detail {
 ProcessState& create_process_state() noexcept {
   note_first_use();
   auto* fresh = new ProcessState;
+  fresh->abandoned_before_fork = abandoned_state.load(std::memory_order_acquire);
   ProcessState* expected = nullptr;
   if (!process_state.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
     delete fresh;  // another thread won; nothing was created in ours

@@ -67,6 +67,9 @@ struct ProcessState {
   driver::EventOrdering ordering;
   core::Engine engine{ordering};
   PoolDirectory pools{engine};
+  // The state a forked child abandoned before this one was made: kept reachable, so that a leak
+  // checker does not report at the child's exit what was abandoned on purpose.
+  ProcessState* abandoned_before_fork = nullptr;
 };
 
 namespace detail {

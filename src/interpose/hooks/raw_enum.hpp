@@ -5,8 +5,11 @@
 // program may still store anything there (handleTypes = 0xffffffff, location.type = -1), and
 // loading such a field as the enum is undefined behaviour, which UBSan's -fsanitize=enum turns
 // into an abort. So fields reached through the caller's pointers are read as bytes, as the int
-// they are in the C ABI, and compared as ints. Enum parameters passed by value are converted
-// with static_cast<int> where they arrive: that reads a register, not memory.
+// they are in the C ABI, and compared as ints. Enum parameters passed by value are read the same
+// way where they arrive (raw_enum(parameter)): clang checks every read of an enum-typed variable,
+// parameters included, and GCC would too once one spills to memory. A call that forwards such a
+// value to the real driver calls it through the same entry point typed with an int (as_int_abi):
+// the int reaches the driver exactly as the program passed it, never held in an enum on the way.
 #pragma once
 
 #include <cstring>
@@ -20,6 +23,17 @@ int raw_enum(const Enum& field) noexcept {
   int value = 0;
   std::memcpy(&value, &field, sizeof value);
   return value;
+}
+
+// A C entry point's type with every enum parameter an int (the same ABI on every platform CUDA
+// runs on: an unscoped C enum of int size is passed as an int).
+template <class T>
+using IntIfEnum = std::conditional_t<std::is_enum_v<T>, int, T>;
+
+template <class Result, class... Params>
+auto as_int_abi(Result (*entry)(Params...)) noexcept {
+  using IntTyped = Result (*)(IntIfEnum<Params>...);
+  return reinterpret_cast<IntTyped>(reinterpret_cast<void (*)()>(entry));
 }
 
 }  // namespace streampool::interpose

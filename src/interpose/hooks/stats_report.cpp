@@ -141,12 +141,9 @@ std::string stats_json() {
   core::PoolStats totals;
   if (ProcessState* current = existing_state(); current != nullptr) {
     HookScope scope;
-    // Collected first: the engine may hold a lock while it visits.
-    std::vector<core::Pool*> live;
-    current->engine.for_each_pool([&live](core::Pool* pool) { live.push_back(pool); });
+    // In the visit: a pool destroyed meanwhile on another thread is not reclaimed under it.
     bool first = true;
-    for (core::Pool* pool : live) {
-      if (!current->engine.is_pool(pool)) continue;
+    current->engine.for_each_pool([&](core::Pool* pool) {
       if (!first) out += ',';
       first = false;
       append_pool(out, current->engine, current->pools, pool);
@@ -155,7 +152,7 @@ std::string stats_json() {
       totals.reserved_high += stats.reserved_high;
       totals.used_current += stats.used_current;
       totals.used_high += stats.used_high;
-    }
+    });
   }
   out += "],\"totals\":{";
   append_field(out, "reserved_current", totals.reserved_current);

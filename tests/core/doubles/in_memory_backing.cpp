@@ -89,6 +89,17 @@ std::size_t InMemoryBacking::mapped_bytes() const {
   std::lock_guard guard(mutex_);
   return mapped_granules_.size() * config_.granule_bytes;
 }
+std::size_t InMemoryBacking::reserved_bytes() const {
+  std::lock_guard guard(mutex_);
+  std::size_t bytes = 0;
+  for (const auto& [base, size] : reservations_) bytes += size;
+  return bytes;
+}
+bool InMemoryBacking::holds(std::uintptr_t address) const {
+  std::lock_guard guard(mutex_);
+  auto it = reservations_.upper_bound(address);
+  return it != reservations_.begin() && address < std::prev(it)->first + std::prev(it)->second;
+}
 std::size_t InMemoryBacking::map_calls() const {
   std::lock_guard guard(mutex_);
   return map_calls_;

@@ -36,6 +36,8 @@ class InMemoryBacking final : public core::Backing {
                           std::span<const core::AccessDescriptor> access) override;
 
   std::size_t mapped_bytes() const;
+  std::size_t reserved_bytes() const;  // address space reserved and not given back
+  bool holds(std::uintptr_t address) const;  // inside one of its reservations
   std::size_t map_calls() const;
   std::size_t unmap_calls() const;
   std::size_t largest_mapping() const;

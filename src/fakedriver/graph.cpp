@@ -1,0 +1,93 @@
+#include "graph.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_set>
+
+namespace fake {
+namespace {
+
+struct GraphRegistry {
+  std::mutex mutex;
+  std::unordered_set<Graph*> graphs;
+  std::unordered_set<GraphExec*> execs;
+};
+
+GraphRegistry& registry() {
+  static auto* instance = new GraphRegistry();  // never destroyed
+  return *instance;
+}
+
+Graph* live_graph_locked(GraphRegistry& graphs, CUgraph handle) {
+  auto* graph = reinterpret_cast<Graph*>(handle);
+  return graphs.graphs.contains(graph) ? graph : nullptr;
+}
+
+bool owns_node(const Graph& graph, CUgraphNode node) {
+  return std::any_of(graph.nodes.begin(), graph.nodes.end(),
+                     [node](const auto& owned) { return reinterpret_cast<CUgraphNode>(owned.get()) == node; });
+}
+
+}  // namespace
+
+CUgraph register_graph(std::unique_ptr<Graph> graph) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  Graph* raw = graph.release();
+  graphs.graphs.insert(raw);
+  return reinterpret_cast<CUgraph>(raw);
+}
+
+bool destroy_graph(CUgraph handle) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  Graph* graph = live_graph_locked(graphs, handle);
+  if (graph == nullptr) return false;
+  graphs.graphs.erase(graph);
+  delete graph;
+  return true;
+}
+
+CUgraphNode add_graph_node(CUgraph handle, const CUgraphNode* dependencies, std::size_t count, GraphNode node) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  Graph* graph = live_graph_locked(graphs, handle);
+  if (graph == nullptr || (count != 0 && dependencies == nullptr)) return nullptr;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!owns_node(*graph, dependencies[i])) return nullptr;
+  }
+  graph->nodes.push_back(std::make_unique<GraphNode>(std::move(node)));
+  return reinterpret_cast<CUgraphNode>(graph->nodes.back().get());
+}
+
+CUgraphExec instantiate_graph(CUgraph handle) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  Graph* graph = live_graph_locked(graphs, handle);
+  if (graph == nullptr) return nullptr;
+  auto exec = std::make_unique<GraphExec>();
+  for (const auto& node : graph->nodes) exec->nodes.push_back(*node);
+  GraphExec* raw = exec.release();
+  graphs.execs.insert(raw);
+  return reinterpret_cast<CUgraphExec>(raw);
+}
+
+bool destroy_graph_exec(CUgraphExec handle) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  auto* exec = reinterpret_cast<GraphExec*>(handle);
+  if (graphs.execs.erase(exec) == 0) return false;
+  delete exec;
+  return true;
+}
+
+bool graph_exec_nodes(CUgraphExec handle, std::vector<GraphNode>* nodes) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  auto* exec = reinterpret_cast<GraphExec*>(handle);
+  if (!graphs.execs.contains(exec)) return false;
+  *nodes = exec->nodes;
+  return true;
+}
+
+}  // namespace fake

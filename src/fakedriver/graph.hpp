@@ -1,0 +1,51 @@
+// Fake graphs: the minimum for programs that record events or run host code through a graph.
+// A graph is a list of nodes (empty, host function, event record, event wait) in the order they
+// were added; since a node's dependencies must exist when it is added, that order is a valid
+// topological order, and an instantiated graph runs its nodes in it, one after another, on the
+// launch stream's worker (a chain: the fake does not run independent branches concurrently).
+// Instantiation copies the nodes, so the graph can change or go away while its executable lives.
+// Graphs made by stream capture are empty (work on a capturing stream is not recorded).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fake {
+
+class Event;
+
+enum class GraphNodeKind { empty, host, event_record, event_wait };
+
+struct GraphNode {
+  GraphNodeKind kind = GraphNodeKind::empty;
+  CUhostFn host_function = nullptr;
+  void* host_data = nullptr;
+  std::shared_ptr<Event> event;  // record and wait nodes; kept alive by the node
+};
+
+struct Graph {
+  std::uint64_t capture_id = 0;  // nonzero for a graph made by stream capture
+  std::vector<std::unique_ptr<GraphNode>> nodes;
+};
+
+struct GraphExec {
+  std::vector<GraphNode> nodes;
+};
+
+// Registries of live graphs and executable graphs (bad handles are errors, never crashes). Each
+// call holds one process-wide lock for its whole duration; graph calls are rare.
+CUgraph register_graph(std::unique_ptr<Graph> graph);
+bool destroy_graph(CUgraph handle);
+// Adds a node after `dependencies` (all nodes of `handle`); its handle, or nullptr for an unknown
+// graph or dependency.
+CUgraphNode add_graph_node(CUgraph handle, const CUgraphNode* dependencies, std::size_t count, GraphNode node);
+// Instantiates a live graph; nullptr if `handle` is not one.
+CUgraphExec instantiate_graph(CUgraph handle);
+bool destroy_graph_exec(CUgraphExec handle);
+// A copy of an executable graph's nodes; false for an unknown handle.
+bool graph_exec_nodes(CUgraphExec handle, std::vector<GraphNode>* nodes);
+
+}  // namespace fake

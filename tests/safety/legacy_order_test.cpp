@@ -1,0 +1,141 @@
+// Class 5: reuse through the legacy default stream's implicit synchronisation must put that order
+// into the allocating stream itself.
+//
+// Each test: one stream frees a block behind work that still uses it; the other, implicitly
+// synchronised with it (the legacy default stream and a blocking stream, or the legacy and a
+// per-thread default stream), allocates the same size and may reuse the block, as NVIDIA's pool
+// does. On NVIDIA the allocation is then itself ordered after the freeing stream's work: a host
+// synchronize of the allocating stream waits for that work (measured: ~1000 ms behind a 1 s
+// kernel), and a query of it is not CUDA_SUCCESS before. Violation: the synchronize returns, or the
+// query answers CUDA_SUCCESS, while the old owner's work on the reused memory still runs; the
+// program would then use the memory from the host, or tell another stream it is ready.
+#include "safety_support.hpp"
+
+namespace safety {
+namespace {
+
+using AllocFn = decltype(&::cuMemAllocFromPoolAsync);
+using SyncFn = decltype(&::cuStreamSynchronize);
+
+class LegacyOrder : public SafetyTest {
+ protected:
+  void SetUp() override {
+    SafetyTest::SetUp();
+    ASSERT_EQ(SP(cuStreamCreate)(&blocking, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    SP(cuCtxSynchronize)();
+    if (blocking != nullptr) SP(cuStreamDestroy_v2)(blocking);
+    SafetyTest::TearDown();
+  }
+
+  // The new owner allocates the old owner's size on `stream` and the program synchronizes it with
+  // `sync`; by the time `sync` returns, reused memory must be the new owner's alone.
+  void expect_synchronize_waits(AllocFn alloc, CUstream stream, SyncFn sync,
+                                CUstream sync_handle) {
+    CUdeviceptr block = 0;
+    ASSERT_EQ(alloc(&block, old_owner.bytes, pool, stream), CUDA_SUCCESS);
+    ASSERT_EQ(sync(sync_handle), CUDA_SUCCESS);
+    const bool old_done = old_owner.done.load();
+
+    EXPECT_EQ(early_completion(old_owner, block, old_owner.bytes, old_done, "the stream synchronize"), "");
+    SP(cuMemFreeAsync)(block, blocking);
+  }
+
+  // The same with a query: CUDA_SUCCESS is a promise that the stream's work, its allocation
+  // included, is complete.
+  void expect_query_waits(AllocFn alloc, CUstream stream, decltype(&::cuStreamQuery) query,
+                          CUstream query_handle) {
+    CUdeviceptr block = 0;
+    ASSERT_EQ(alloc(&block, old_owner.bytes, pool, stream), CUDA_SUCCESS);
+    const CUresult answer = query(query_handle);
+    const bool old_done = old_owner.done.load();
+
+    if (answer == CUDA_SUCCESS) {
+      EXPECT_EQ(early_completion(old_owner, block, old_owner.bytes, old_done, "the stream query"), "");
+    } else {
+      EXPECT_EQ(answer, CUDA_ERROR_NOT_READY);
+    }
+    SP(cuMemFreeAsync)(block, blocking);
+  }
+
+  CUstream blocking = nullptr;
+};
+
+AllocFn alloc_legacy_abi() { return SP(cuMemAllocFromPoolAsync); }
+AllocFn alloc_per_thread_abi() { return SP_AS(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync); }
+
+TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeIsNotCompleteBeforeTheLegacyWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, nullptr));  // handle 0: the legacy stream
+
+  expect_synchronize_waits(alloc_legacy_abi(), blocking, SP(cuStreamSynchronize), blocking);
+}
+
+TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeDoesNotQueryCompleteBeforeTheLegacyWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, CU_STREAM_LEGACY));
+
+  expect_query_waits(alloc_legacy_abi(), blocking, SP(cuStreamQuery), blocking);
+}
+
+TEST_F(LegacyOrder, PerThreadStreamReusingALegacyFreeIsNotCompleteBeforeTheLegacyWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, CU_STREAM_LEGACY));
+
+  expect_synchronize_waits(alloc_legacy_abi(), CU_STREAM_PER_THREAD, SP(cuStreamSynchronize),
+                           CU_STREAM_PER_THREAD);
+}
+
+TEST_F(LegacyOrder, PerThreadStreamOfThePtszAbiReusingALegacyFreeIsNotCompleteBeforeTheLegacyWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, CU_STREAM_LEGACY));
+
+  expect_synchronize_waits(alloc_per_thread_abi(), nullptr,
+                           SP_AS(cuStreamSynchronize_ptsz, cuStreamSynchronize), nullptr);
+}
+
+TEST_F(LegacyOrder, PerThreadStreamReusingALegacyFreeDoesNotQueryCompleteBeforeTheLegacyWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, nullptr));
+
+  expect_query_waits(alloc_per_thread_abi(), nullptr, SP_AS(cuStreamQuery_ptsz, cuStreamQuery), nullptr);
+}
+
+TEST_F(LegacyOrder, LegacyStreamReusingABlockingStreamsFreeIsNotCompleteBeforeThatWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, blocking));
+
+  expect_synchronize_waits(alloc_legacy_abi(), nullptr, SP(cuStreamSynchronize), nullptr);
+}
+
+TEST_F(LegacyOrder, LegacyStreamReusingABlockingStreamsFreeDoesNotQueryCompleteBeforeThatWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, blocking));
+
+  expect_query_waits(alloc_legacy_abi(), CU_STREAM_LEGACY, SP(cuStreamQuery), CU_STREAM_LEGACY);
+}
+
+TEST_F(LegacyOrder, LegacyStreamReusingAPerThreadStreamsFreeIsNotCompleteBeforeThatWork) {
+  ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, CU_STREAM_PER_THREAD));
+
+  expect_synchronize_waits(alloc_legacy_abi(), CU_STREAM_LEGACY, SP(cuStreamSynchronize),
+                           CU_STREAM_LEGACY);
+}
+
+// The device's current pool through cuMemAllocAsync, as cudaMallocAsync reaches it.
+TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeOfTheDefaultPoolIsNotCompleteBeforeTheLegacyWork) {
+  ASSERT_EQ(SP(cuDeviceSetMemPool)(device, pool), CUDA_SUCCESS);
+  old_owner.bytes = kBlockBytes;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&old_owner.block, old_owner.bytes, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuLaunchHostFunc)(nullptr, old_owner_work, &old_owner), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, nullptr), CUDA_SUCCESS);
+
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&block, old_owner.bytes, blocking), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(blocking), CUDA_SUCCESS);
+  const bool old_done = old_owner.done.load();
+
+  EXPECT_EQ(early_completion(old_owner, block, old_owner.bytes, old_done, "the stream synchronize"), "");
+  SP(cuMemFreeAsync)(block, blocking);
+  SP(cuCtxSynchronize)();
+  CUmemoryPool default_pool = nullptr;
+  ASSERT_EQ(SP(cuDeviceGetDefaultMemPool)(&default_pool, device), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuDeviceSetMemPool)(device, default_pool), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace safety
