@@ -334,7 +334,7 @@ std::string Program::run(Coverage* coverage) {
     if (!failed()) check_invariants();
   };
   workers_.run(pick(kWorkers), set_up_step);
-  // One hand-over per run of 1..4 steps: the engine still sees every thread, in random order,
+  // One hand-over per run of 1..6 steps: the engine still sees every thread, in random order,
   // and a loaded CI machine (where each hand-over waits for the scheduler) pays less for it.
   // A step that pauses in a driver call ends its run; other workers' steps run meanwhile.
   std::size_t segment = 0;
@@ -348,7 +348,7 @@ std::string Program::run(Coverage* coverage) {
   step_index_ = 1;
   while (step_index_ <= steps && !failed()) {
     const std::size_t worker = pick(kWorkers);
-    segment = 1 + pick(4);
+    segment = 1 + pick(6);
     paused_in_segment_ = false;
     skip_check_after_pause_ = false;
     workers_.post(worker, some_steps);
