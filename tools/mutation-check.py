@@ -428,7 +428,17 @@ def markdown(results, command, seconds):
         finding = result.note.replace("|", "\\|")
         lines.append(f"| `{result.mutation.name}` (`{result.mutation.path}`) | {result.mutation.rule} | "
                      f"{result.mutation.bug_class} | {failed} | {finding} |")
-    lines += ["", f"{len(results) - survivors} of {len(results)} mutations fail some test; {survivors} survive.", "",
+    lines += ["", f"{len(results) - survivors} of {len(results)} mutations fail some test; {survivors} survive.", ""]
+    # Each bug class of the earlier tracking, and whether the model check found it in the code the
+    # mutations reintroduce it into.
+    lines += ["The model check against each bug class of the earlier tracking (reintroduced by the mutations "
+              "of that class):", "", "| class | mutations | model check |", "|---|---|---|"]
+    for bug_class in "1234567":
+        rows = [r for r in results if bug_class in r.mutation.bug_class.replace(" ", "").split(",")]
+        found = [f"`{r.mutation.name}`: {r.note.split(':')[0]}" for r in rows if r.note]
+        lines.append(f"| {bug_class} | {', '.join(f'`{r.mutation.name}`' for r in rows)} | "
+                     f"{'; '.join(found) if found else 'not run here (hook layer): see the tests above'} |")
+    lines += ["",
               "Rules with no mutation in the table, and why:", ""]
     lines += [f"- {rule}: {why}." for rule, why in NOT_MUTATED]
     lines.append("")
