@@ -23,6 +23,8 @@ class TrackingScope : public hooks_test::DriverTest {
   }
   void TearDown() override {
     release_work();
+    // Streams destroyed out of streampool's sight still run theirs: wait for every host function.
+    while (running.load() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     SP(cuStreamSynchronize)(stream);
     SP(cuStreamSynchronize)(other);
     SP(cuMemPoolDestroy)(pool);
@@ -34,6 +36,7 @@ class TrackingScope : public hooks_test::DriverTest {
   CUdeviceptr pending_free(CUstream on) {
     CUdeviceptr block = 0;
     EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kBytes, pool, on), CUDA_SUCCESS);
+    running.fetch_add(1);
     EXPECT_EQ(SP(cuLaunchHostFunc)(on, &wait_for_release, &released), CUDA_SUCCESS);
     EXPECT_EQ(SP(cuMemFreeAsync)(block, on), CUDA_SUCCESS);
     return block;
@@ -55,7 +58,9 @@ class TrackingScope : public hooks_test::DriverTest {
 
   static void wait_for_release(void* flag) {
     while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    running.fetch_sub(1);
   }
+  static inline std::atomic<int> running{0};  // host functions launched and not finished
 
   static constexpr size_t kBytes = 1 << 20;
   std::atomic<bool> released{false};
