@@ -504,7 +504,9 @@ def main():
         if result.note:
             print(f"    model check: {result.note}", flush=True)
     if args.markdown:
-        command = "tools/mutation-check.py " + " ".join(sys.argv[1:])
+        shown = [argument for index, argument in enumerate(sys.argv[1:])
+                 if argument != "--keep" and (index == 0 or sys.argv[index] != "--keep")]  # where it built: no matter
+        command = "tools/mutation-check.py " + " ".join(shown)
         with open(args.markdown, "w") as out:
             out.write(markdown(results, command.strip(), time.time() - started))
     if not args.keep:
