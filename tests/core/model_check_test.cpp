@@ -27,8 +27,8 @@
 //
 // Environment: STREAMPOOL_MODEL_PROGRAMS (default 10000), STREAMPOOL_MODEL_SEED (first seed,
 // default 1; program k runs seed + k). A failure prints the seed to replay with
-// STREAMPOOL_MODEL_PROGRAMS=1. STREAMPOOL_MODEL_IMPLICIT_FREES=1 lets frees rely on the legacy
-// stream's implicit order alone (model/random_program.hpp: not handled by the engine yet).
+// STREAMPOOL_MODEL_PROGRAMS=1. STREAMPOOL_MODEL_IMPLICIT_FREES=0 makes every free wait for its
+// block's uses explicitly (by default a free may rely on the legacy stream's implicit order).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -69,7 +69,7 @@ TEST(ModelCheck, RandomProgramsNeverOverlapLiveMemoryAndKeepExactStatistics) {
   const auto start = std::chrono::steady_clock::now();
   for (std::uint64_t k = 0; k < programs; ++k) {
     model::ProgramOptions options;
-    options.implicit_frees = env_number("STREAMPOOL_MODEL_IMPLICIT_FREES", 0) != 0;
+    options.implicit_frees = env_number("STREAMPOOL_MODEL_IMPLICIT_FREES", 1) != 0;
     const std::string failure = model::run_random_program(first_seed + k, workers, options, &coverage);
     ASSERT_TRUE(failure.empty()) << failure;
   }

@@ -40,7 +40,9 @@ VectorClock GpuModel::next_clock(int instance, bool implicit) const {
   if (!implicit || self.kind == core::StreamKind::non_blocking) return clock;
   for (std::size_t other = 0; other < streams_.size(); ++other) {
     const Stream& stream = streams_[other];
-    if (!stream.live || static_cast<int>(other) == instance || stream.group != self.group) continue;
+    // A destroyed stream's queued work still runs, and later work of its partners still waits for
+    // it (a context's end completes all of its work first, so its streams add nothing).
+    if (static_cast<int>(other) == instance || stream.group != self.group) continue;
     const bool partner =
         (self.kind == core::StreamKind::blocking && stream.kind == core::StreamKind::legacy_default) ||
         (self.kind == core::StreamKind::legacy_default && stream.kind == core::StreamKind::blocking);

@@ -134,8 +134,8 @@ void Program::destroy_stream_step() {
        stream_name(instance).c_str());
 }
 
-// cuCtxDestroy, a primary context's reset or last release: the hook takes a ticket for each of the
-// context's streams, the driver destroys the context once its work has run, the hook commits and
+// cuCtxDestroy, a primary context's reset or last release: the hook takes a ticket for the context's
+// work, the driver destroys the context once its work has run, the hook commits and
 // ends every stream. The context's events end with it, unseen. Or the end goes unseen entirely.
 // A new context takes the slot, often under the same handle (and so the same default stream keys).
 void Program::context_end_step() {
@@ -144,10 +144,8 @@ void Program::context_end_step() {
   const std::uintptr_t old_handle = model.handle;
   const bool hooked = chance(80);
   const std::vector<StreamSlot> slots = slots_of(context);
-  std::vector<core::SyncTicket> tickets;
-  if (hooked) {
-    for (const StreamSlot& slot : slots) tickets.push_back(engine_->ticket_for_stream(key_of(slot), true));
-  }
+  core::SyncTicket ticket;  // the hook's: the whole context's work, as a context synchronize
+  if (hooked) ticket = engine_->ticket_for_group(old_handle, true);
   gpu_.complete_up_to(gpu_.group_issued(old_handle));
   for (const StreamSlot& slot : slots) {
     gpu_.close_stream(key_of(slot));
@@ -160,7 +158,7 @@ void Program::context_end_step() {
     model.event_ended_unseen[index] = true;
   }
   if (hooked) {
-    for (const core::SyncTicket& ticket : tickets) engine_->commit(ticket);
+    engine_->commit(ticket);
     for (const StreamSlot& slot : slots) engine_->stream_ended(key_of(slot));
   }
   model.live = false;

@@ -66,10 +66,10 @@ struct ProgramOptions {
   std::size_t min_steps = 100;
   std::size_t max_steps = 300;
   // Frees that rely on the legacy stream's implicit order alone to follow a use on a partner
-  // stream (legal CUDA). Off: the program orders such a free with an event. The engine does not
-  // handle them yet: a host synchronisation of the freeing stream, which has nothing queued after
-  // the free, proves the block free while the partner's kernel may still run.
-  bool implicit_frees = false;
+  // stream (legal CUDA). Off: the program orders such a free with an event. A host
+  // synchronisation of the freeing stream proves such a free only through the marker the engine
+  // records in the stream first (HappensBefore::ticket_for_stream).
+  bool implicit_frees = true;
 };
 
 std::string run_random_program(std::uint64_t seed, StepWorkers& workers, const ProgramOptions& options,
