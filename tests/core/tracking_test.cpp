@@ -26,6 +26,16 @@ class Tracking : public EngineTest {
     free(block, stream);
     return block;
   }
+  // A block whose last use (a kernel on the blocking stream s1) precedes its free on the legacy
+  // stream only through the implicit order; s2 is non-blocking.
+  std::uintptr_t legacy_free_after_blocking_use(core::Pool* pool) {
+    ordering.set_kind(kLegacy, StreamKind::legacy_default);
+    ordering.set_kind(kStream2, StreamKind::non_blocking);
+    const std::uintptr_t block = alloc(pool, 32 * MiB, kLegacy);
+    ordering.enqueue_work(kStream1);
+    free(block, kLegacy);
+    return block;
+  }
   // `event` was recorded on `stream` before anything pending there, and that record completed.
   void old_completed_record(core::EventKey event, core::StreamKey stream) {
     engine.event_recorded(event, stream);
@@ -117,11 +127,7 @@ TEST_F(Tracking, ImplicitOrderThatCannotBeMadeRealIsNotUsed) {
 // the blocking streams' earlier work).
 TEST_F(Tracking, ASynchronizeOfTheLegacyStreamProvesItsImplicitlyOrderedFreeThroughAMarkerInIt) {
   core::Pool* pool = pool_with_max_threshold();
-  ordering.set_kind(kLegacy, StreamKind::legacy_default);
-  ordering.set_kind(kStream2, StreamKind::non_blocking);
-  const std::uintptr_t block = alloc(pool, 32 * MiB, kLegacy);
-  ordering.enqueue_work(kStream1);  // blocking: its kernel uses the block
-  free(block, kLegacy);             // ordered after that kernel by the legacy stream alone
+  const std::uintptr_t block = legacy_free_after_blocking_use(pool);
   const std::size_t records = ordering.records();
   synchronize(kLegacy);
   EXPECT_EQ(ordering.records(), records + 1);  // the marker the synchronize waited for
@@ -130,11 +136,7 @@ TEST_F(Tracking, ASynchronizeOfTheLegacyStreamProvesItsImplicitlyOrderedFreeThro
 
 TEST_F(Tracking, AQueryOfTheLegacyStreamDoesNotProveAnImplicitlyOrderedFree) {
   core::Pool* pool = pool_with_max_threshold();
-  ordering.set_kind(kLegacy, StreamKind::legacy_default);
-  ordering.set_kind(kStream2, StreamKind::non_blocking);
-  const std::uintptr_t block = alloc(pool, 32 * MiB, kLegacy);
-  ordering.enqueue_work(kStream1);
-  free(block, kLegacy);
+  const std::uintptr_t block = legacy_free_after_blocking_use(pool);
   const std::size_t records = ordering.records();
   core::SyncTicket query = engine.ticket_for_stream(kLegacy, /*releases=*/false);
   ordering.complete(kLegacy);  // the legacy stream has nothing queued: the query says complete
