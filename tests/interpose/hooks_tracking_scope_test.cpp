@@ -62,6 +62,29 @@ class TrackingScope : public hooks_test::DriverTest {
   }
   static inline std::atomic<int> running{0};  // host functions launched and not finished
 
+  // A created context (left not current) whose non-blocking stream freed a block its work still
+  // uses; the first context current again.
+  struct SecondContext {
+    CUcontext context = nullptr;
+    CUstream stream = nullptr;
+    CUdeviceptr pending = 0;
+  };
+  void open_second_context(SecondContext* second) {
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&second->context, nullptr, 0, device), CUDA_SUCCESS);  // now current
+    ASSERT_EQ(SP(cuStreamCreate)(&second->stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    second->pending = pending_free(second->stream);
+    ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  }
+  // Lets the work run, frees `again` and closes the second context.
+  void close_second_context(const SecondContext& second, CUdeviceptr again) {
+    release_work();
+    EXPECT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(second.stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamDestroy_v2)(second.stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuCtxDestroy_v2)(second.context), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  }
+
   static constexpr size_t kBytes = 1 << 20;
   std::atomic<bool> released{false};
   CUstream other = nullptr;
@@ -69,46 +92,28 @@ class TrackingScope : public hooks_test::DriverTest {
 };
 
 TEST_F(TrackingScope, AContextSynchronizeLeavesAnotherContextsPendingFreePending) {
-  CUcontext second = nullptr;
-  ASSERT_EQ(SP(cuCtxCreate_v4)(&second, nullptr, 0, device), CUDA_SUCCESS);  // now current
-  CUstream in_second = nullptr;
-  ASSERT_EQ(SP(cuStreamCreate)(&in_second, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  const CUdeviceptr block = pending_free(in_second);
-  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  SecondContext second;
+  ASSERT_NO_FATAL_FAILURE(open_second_context(&second));
 
   ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);  // the first context only
   const CUdeviceptr again = alloc_on(other);
 
-  EXPECT_FALSE(overlaps(again, block)) << "reused while the second context's work may still use it";
-  release_work();
-  EXPECT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(in_second), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamDestroy_v2)(in_second), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuCtxDestroy_v2)(second), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  EXPECT_FALSE(overlaps(again, second.pending)) << "reused while the second context's work may still use it";
+  close_second_context(second, again);
 }
 
 TEST_F(TrackingScope, MemFreeSynchronizesTheCurrentContextOnly) {
   CUdeviceptr host_freed = 0;
   ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&host_freed, 4096, pool, other), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
-  CUcontext second = nullptr;
-  ASSERT_EQ(SP(cuCtxCreate_v4)(&second, nullptr, 0, device), CUDA_SUCCESS);
-  CUstream in_second = nullptr;
-  ASSERT_EQ(SP(cuStreamCreate)(&in_second, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  const CUdeviceptr block = pending_free(in_second);
-  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  SecondContext second;
+  ASSERT_NO_FATAL_FAILURE(open_second_context(&second));
 
   ASSERT_EQ(SP(cuMemFree_v2)(host_freed), CUDA_SUCCESS);  // synchronizes the first context
   const CUdeviceptr again = alloc_on(other);
 
-  EXPECT_FALSE(overlaps(again, block)) << "reused while the second context's work may still use it";
-  release_work();
-  EXPECT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(in_second), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamDestroy_v2)(in_second), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuCtxDestroy_v2)(second), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  EXPECT_FALSE(overlaps(again, second.pending)) << "reused while the second context's work may still use it";
+  close_second_context(second, again);
 }
 
 TEST_F(TrackingScope, AStreamCreatedUnderTheHandleOfOneThatEndedUnseenStartsFresh) {
