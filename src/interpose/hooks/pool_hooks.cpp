@@ -1,17 +1,20 @@
-// Pools: create and destroy, access, trim, the default and current pools of each location, and
-// the four IPC calls (not supported yet: streampool's pools report no exportable handle types).
+// Pools: create and destroy, access, trim, and the default and current pools of each location (the
+// IPC calls are in ipc_hooks.cpp).
 //
 // cuMemPoolCreate validates as the driver does (driver-behaviour.md): zeroed props, NULL arguments,
 // a device that does not exist, a non-zero reserved byte -> CUDA_ERROR_INVALID_VALUE; plus the spec's
-// rules for host, host-NUMA and managed pools. Handle types other than none -> CUDA_ERROR_NOT_SUPPORTED
-// (consistent with CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 0), and so is the
-// hardware-decompress usage bit.
+// rules for host, host-NUMA (a node the machine has) and managed pools. Handle types other than none
+// and POSIX_FILE_DESCRIPTOR -> CUDA_ERROR_NOT_SUPPORTED (consistent with
+// CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES), and so is the hardware-decompress usage bit.
+// A pool with POSIX_FILE_DESCRIPTOR is backed by shareable physical memory (ipc.hpp).
 #include <algorithm>
 #include <cstdint>
 
 #include "call_counters.hpp"
 #include "core/sizes.hpp"
 #include "driver/device_context.hpp"
+#include "driver/numa_nodes.hpp"
+#include "ipc.hpp"
 #include "process_state.hpp"
 #include "driver/vmm_backing.hpp"
 #include "raw_enum.hpp"
@@ -83,7 +86,7 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
         out->location_id = 0;  // ignored for Host
         break;
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        if (in.location.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        if (!driver::host_numa_node_exists(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         out->kind = core::PoolKind::pinned_host;
         break;
       default:  // None, HostNumaCurrent, anything else
@@ -99,7 +102,7 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
         if (!driver::valid_device(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         break;
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        if (in.location.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        if (!driver::host_numa_node_exists(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         break;
       default:
         return CUDA_ERROR_INVALID_VALUE;
@@ -124,11 +127,20 @@ CUresult pool_create(CUmemoryPool* pool_out, const CUmemPoolProps* pool_props) n
     CUresult result = props_from(*pool_props, &props);
     if (result != CUDA_SUCCESS) return result;
     std::unique_ptr<core::Backing> backing;
-    core::Status status = driver::make_backing(props, &backing);
+    std::shared_ptr<driver::GranuleTable> granules;  // exportable pools only
+    core::Status status = props.handle_types != 0 ? driver::make_exportable_backing(props, &granules, &backing)
+                                                  : driver::make_backing(props, &backing);
     if (!core::ok(status)) return to_cuda(status);
     core::Pool* pool = nullptr;
     status = engine().create_pool(props, std::move(backing), &pool);
     if (!core::ok(status)) return to_cuda(status);
+    if (granules != nullptr) {
+      result = ipc::register_exportable(pool, props, std::move(granules));
+      if (result != CUDA_SUCCESS) {
+        (void)engine().destroy_pool(pool);
+        return result;
+      }
+    }
     *pool_out = handle_of(pool);
     return CUDA_SUCCESS;
   } catch (...) {
@@ -144,6 +156,7 @@ CUresult pool_destroy(CUmemoryPool handle) noexcept {
     core::Pool* pool = pool_of(handle);
     if (!engine().is_pool(pool) || pools().is_default(pool)) return CUDA_ERROR_INVALID_VALUE;
     pools().forget(pool);  // destroying a current pool makes the default current again
+    ipc::pool_destroyed(pool);  // an exported pool stops answering importers; an imported one closes
     return to_cuda(engine().destroy_pool(pool));
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
@@ -320,6 +333,7 @@ CUresult mem_set_pool(CUmemLocation* location, int allocation_type, CUmemoryPool
   try {
     core::Pool* pool = pool_of(handle);
     if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (ipc::is_imported_pool(pool)) return CUDA_ERROR_INVALID_VALUE;  // it cannot allocate
     const core::PoolProps& props = engine().props(pool);
     const int location_type = raw_enum(location->type);
     // The pool must match the location and allocation type it is made current for.
@@ -375,7 +389,7 @@ CUresult device_set_pool(CUdevice device, CUmemoryPool handle) noexcept {
   try {
     if (!driver::valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
     core::Pool* pool = pool_of(handle);
-    if (!engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (!engine().is_pool(pool) || ipc::is_imported_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
     const core::PoolProps& props = engine().props(pool);
     if (props.kind != core::PoolKind::device || props.location_id != device) return CUDA_ERROR_INVALID_VALUE;
     return pools().set_device_current(device, pool);
@@ -430,47 +444,4 @@ STREAMPOOL_HOOK CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* loca
 
 STREAMPOOL_HOOK CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
   return sp::mem_set_pool(location, sp::raw_enum(type), pool);
-}
-
-// --- IPC: not implemented yet ----------------------------------------------------------------------
-// Pools report no exportable handle types, so a program that checks (as RMM and cudart do) never
-// asks; one that asks anyway is told CUDA_ERROR_NOT_SUPPORTED. Pass-through mode forwards them.
-
-STREAMPOOL_HOOK CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
-                                                          CUmemAllocationHandleType handleType,
-                                                          unsigned long long flags) {
-  sp::count_call(Hook::cuMemPoolExportToShareableHandle);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) {
-    return sp::forward(sp::as_int_abi(streampool::driver::real().cuMemPoolExportToShareableHandle), handle_out, pool,
-                       sp::raw_enum(handleType), flags);
-  }
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-STREAMPOOL_HOOK CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
-                                                            CUmemAllocationHandleType handleType,
-                                                            unsigned long long flags) {
-  sp::count_call(Hook::cuMemPoolImportFromShareableHandle);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) {
-    return sp::forward(sp::as_int_abi(streampool::driver::real().cuMemPoolImportFromShareableHandle), pool_out, handle,
-                       sp::raw_enum(handleType), flags);
-  }
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-STREAMPOOL_HOOK CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
-  sp::count_call(Hook::cuMemPoolExportPointer);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) return sp::forward(streampool::driver::real().cuMemPoolExportPointer, shareData_out, ptr);
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-STREAMPOOL_HOOK CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
-                                                CUmemPoolPtrExportData* shareData) {
-  sp::count_call(Hook::cuMemPoolImportPointer);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) return sp::forward(streampool::driver::real().cuMemPoolImportPointer, ptr_out, pool, shareData);
-  return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -1,0 +1,51 @@
+// GranuleTable: the physical allocations mapped behind an exportable pool, kept so that another
+// process can map the same memory (pools shared between processes, cuMemPoolExportPointer).
+//
+// An exportable pool's VmmBacking creates every physical allocation with requestedHandleTypes set
+// and keeps its handle here while it is mapped (instead of releasing it right after cuMemMap);
+// the unmap takes it out and releases it. The IPC service thread reads the table concurrently with
+// the pool's growth and trimming, hence its own lock. Shared (shared_ptr) between the backing and
+// the exporter's state, which may outlive each other.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "cuda_compat.hpp"
+
+namespace streampool::driver {
+
+class GranuleTable {
+ public:
+  struct Exported {
+    std::size_t bytes = 0;
+    int fd = -1;  // the caller owns it
+  };
+
+  explicit GranuleTable(int handle_type) noexcept : handle_type_(handle_type) {}
+  int handle_type() const noexcept { return handle_type_; }
+
+  void add(std::uintptr_t address, std::size_t bytes, CUmemGenericAllocationHandle handle);
+  // The handle mapped at exactly `address`, taken out of the table; false if none.
+  bool take(std::uintptr_t address, CUmemGenericAllocationHandle* handle);
+
+  // One shareable handle for each physical allocation mapped over [begin, end), in address order,
+  // and the base of the first: the mappings must cover the range without a gap. On failure
+  // nothing is left open. CUDA_ERROR_INVALID_VALUE when the range is not wholly mapped.
+  CUresult export_range(std::uintptr_t begin, std::uintptr_t end, std::vector<Exported>* out,
+                        std::uintptr_t* first_base) const;
+
+ private:
+  struct Entry {
+    std::size_t bytes = 0;
+    CUmemGenericAllocationHandle handle = 0;
+  };
+  int handle_type_;
+  mutable std::mutex mutex_;
+  std::map<std::uintptr_t, Entry> entries_;  // mapping base -> physical allocation
+};
+
+}  // namespace streampool::driver
