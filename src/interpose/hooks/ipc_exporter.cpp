@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "driver/device_context.hpp"
 #include "ipc.hpp"
 #include "ipc_protocol.hpp"
 #include "process_state.hpp"
@@ -131,7 +132,18 @@ void map_pointer(const ExportedPool& exported_pool, const Request& request, int 
   std::vector<driver::GranuleTable::Exported> mappings;
   std::uintptr_t first_base = 0;
   const auto begin = static_cast<std::uintptr_t>(data.address);
-  CUresult result = exported_pool.granules->export_range(begin, begin + data.bytes, &mappings, &first_base);
+  CUresult result = CUDA_SUCCESS;
+  {
+    // The service thread has no context of its own; the pool's device lends one.
+    const CUdevice device = exported_pool.props.location_type == CU_MEM_LOCATION_TYPE_DEVICE
+                                ? exported_pool.props.location_id
+                                : 0;
+    driver::ScopedDeviceContext scope(device);
+    result = scope.result();
+    if (result == CUDA_SUCCESS) {
+      result = exported_pool.granules->export_range(begin, begin + data.bytes, &mappings, &first_base);
+    }
+  }
   if (result != CUDA_SUCCESS) return send_status(reply, CUDA_ERROR_INVALID_VALUE);
   PointerReply answer;
   answer.mappings = static_cast<std::uint32_t>(mappings.size());
