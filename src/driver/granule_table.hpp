@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -20,10 +21,14 @@ namespace streampool::driver {
 
 class GranuleTable {
  public:
-  struct Exported {
-    std::size_t bytes = 0;
-    int fd = -1;  // the caller owns it
+  // The physical allocations under a range of addresses.
+  struct RangeShape {
+    std::size_t mappings = 0;
+    std::size_t bytes = 0;           // their sizes added up
+    std::uintptr_t first_base = 0;   // where the first one is mapped
   };
+  using ShapeVisitor = std::function<bool(const RangeShape&)>;
+  using MappingVisitor = std::function<bool(std::size_t bytes, int fd)>;  // takes the descriptor
 
   explicit GranuleTable(int handle_type) noexcept : handle_type_(handle_type) {}
   int handle_type() const noexcept { return handle_type_; }
@@ -32,11 +37,13 @@ class GranuleTable {
   // The handle mapped at exactly `address`, taken out of the table; false if none.
   bool take(std::uintptr_t address, CUmemGenericAllocationHandle* handle);
 
-  // One shareable handle for each physical allocation mapped over [begin, end), in address order,
-  // and the base of the first: the mappings must cover the range without a gap. On failure
-  // nothing is left open. CUDA_ERROR_INVALID_VALUE when the range is not wholly mapped.
-  CUresult export_range(std::uintptr_t begin, std::uintptr_t end, std::vector<Exported>* out,
-                        std::uintptr_t* first_base) const;
+  // The shape of the physical allocations mapped over [begin, end) (they must cover the range
+  // without a gap), then one shareable handle for each, in address order, each exported only when
+  // it is handed to `each` (so that no more than one is open at a time here). Stops at the first
+  // visitor that returns false (CUDA_ERROR_INVALID_VALUE). CUDA_ERROR_INVALID_VALUE when the range
+  // is not wholly mapped. Holds the table's lock throughout: nothing is unmapped meanwhile.
+  CUresult export_range(std::uintptr_t begin, std::uintptr_t end, const ShapeVisitor& shape,
+                        const MappingVisitor& each) const;
 
  private:
   struct Entry {

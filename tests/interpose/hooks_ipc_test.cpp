@@ -28,6 +28,7 @@ struct Order {
   int count = 0;
   int flags = 0;
   unsigned char fill[kMaxBlobs] = {};  // what each allocation holds (verified, then overwritten)
+  unsigned long long bytes[kMaxBlobs] = {};  // each allocation's size
   unsigned char data[kMaxBlobs][64] = {};
 };
 
@@ -37,6 +38,7 @@ struct Report {
   int import_pointer[kMaxBlobs] = {-1, -1, -1, -1};
   int import_again[kMaxBlobs] = {-1, -1, -1, -1};
   int verified[kMaxBlobs] = {};  // 1: the bytes were the exporter's fill
+  int last_byte[kMaxBlobs] = {};  // the allocation's last byte, as the importer reads it
   int free_pointer[kMaxBlobs] = {-1, -1, -1, -1};
   int allocate_from_imported = -1;
   int set_as_device_pool = -1;
@@ -44,6 +46,7 @@ struct Report {
   int export_handle_types = -1;
   unsigned long long mapped_after_refusals = 0;  // the fake's mapped bytes after every refused import
   unsigned long long mapped_at_start = 0;
+  unsigned long long physical_imports = 0;  // the fake's cuMemImportFromShareableHandle calls
 };
 
 unsigned long long fake_mapped_bytes() {
@@ -124,6 +127,13 @@ class IpcHooks : public hooks_test::DriverTest {
     return data;
   }
 
+  // The size of a live allocation, as the pointer queries report it.
+  static unsigned long long size_of(const CUmemPoolPtrExportData& data) {
+    unsigned long long bytes = 0;
+    std::memcpy(&bytes, data.reserved + 24, sizeof bytes);  // streampool's layout; 0 for others
+    return bytes;
+  }
+
   unsigned char first_byte(CUdeviceptr pointer) {
     unsigned char byte = 0;
     EXPECT_EQ(SP(cuMemcpyDtoH_v2)(&byte, pointer, 1), CUDA_SUCCESS);
@@ -143,6 +153,7 @@ class IpcHooks : public hooks_test::DriverTest {
     for (size_t i = 0; i < data.size(); ++i) {
       std::memcpy(order.data[i], data[i].reserved, 64);
       order.fill[i] = fills[i];
+      order.bytes[i] = size_of(data[i]);
     }
     EXPECT_TRUE(send_with_fd(ends[0], &order, sizeof order, pool_fd));  // buffered until the child reads
     const int child_end = dup(ends[1]);  // without close-on-exec: the child inherits it
@@ -235,6 +246,31 @@ TEST_F(IpcHooks, AChildProcessImportsReadsAndWritesTheExportersMemory) {
   close(fd);
   EXPECT_EQ(SP(cuMemFreeAsync)(small, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemFreeAsync)(large, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// 75 physical allocations (granule by granule growth) under one allocation: more than one batch
+// of descriptors (64) crosses the socket, and the importer maps them back to back.
+TEST_F(IpcHooks, AnAllocationOverManyPhysicalAllocationsIsImportedWhole) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr parts[3] = {};
+  for (CUdeviceptr& part : parts) part = allocate_filled(pool, 50 * kMiB, 0);  // each grows 25 granules
+  for (CUdeviceptr part : parts) ASSERT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
+  CUdeviceptr whole = allocate_filled(pool, 150 * kMiB, 0x29);
+  ASSERT_EQ(whole, parts[0]);  // the three freed ranges, coalesced, serve it
+  ASSERT_EQ(SP(cuMemsetD8_v2)(whole + 150 * kMiB - 1, 0x2a, 1), CUDA_SUCCESS);  // the last byte differs
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {export_pointer(whole)}, {0x29}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(report.last_byte[0], 0x2a);
+  EXPECT_EQ(report.physical_imports, 75u);
+  EXPECT_EQ(first_byte(whole), 0xa0);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(whole, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
@@ -461,9 +497,14 @@ void import_everything(int socket) {
       }
       unsigned char first = 0;
       report.verified[i] = SP(cuMemcpyDtoH_v2)(&first, imported[i], 1) == CUDA_SUCCESS && first == order.fill[i];
+      unsigned char last = 0;
+      if (order.bytes[i] > 0 && SP(cuMemcpyDtoH_v2)(&last, imported[i] + order.bytes[i] - 1, 1) == CUDA_SUCCESS) {
+        report.last_byte[i] = last;
+      }
       EXPECT_EQ(SP(cuMemsetD8_v2)(imported[i], static_cast<unsigned char>(0xa0 + i), 1), CUDA_SUCCESS);
     }
     report.mapped_after_refusals = fake_mapped_bytes();
+    report.physical_imports = hooks_test::fake_calls("cuMemImportFromShareableHandle");
     if (order.flags & kCrashAfterImport) std::abort();
     for (int i = 0; i < order.count; ++i) {
       if (report.import_pointer[i] == CUDA_SUCCESS) report.free_pointer[i] = SP(cuMemFreeAsync)(imported[i], stream);

@@ -129,9 +129,36 @@ bool authentic(const ExportedPool& exported_pool, const ExportData& data) {
 void map_pointer(const ExportedPool& exported_pool, const Request& request, int reply) {
   const ExportData data = read_export_data(request.data);
   if (!authentic(exported_pool, data)) return send_status(reply, CUDA_ERROR_INVALID_VALUE);
-  std::vector<driver::GranuleTable::Exported> mappings;
-  std::uintptr_t first_base = 0;
+  // Blocking sends, bounded: the importer maps each batch before it reads the next, and one that
+  // stalls cannot hold the service thread longer than this.
+  timeval limit{kReplyTimeoutMs / 1000, 0};
+  (void)setsockopt(reply, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   const auto begin = static_cast<std::uintptr_t>(data.address);
+  bool header_sent = false;
+  MappingBatch batch;
+  int fds[kMaxFdsPerMessage];
+  std::size_t pending = 0;
+  auto flush = [&] {
+    batch.count = static_cast<std::uint32_t>(pending);
+    const bool sent = send_message(reply, &batch, sizeof batch, fds, pending, false);
+    for (std::size_t i = 0; i < pending; ++i) close(fds[i]);  // the importer has its own copies now
+    pending = 0;
+    return sent;
+  };
+  auto shape = [&](const driver::GranuleTable::RangeShape& range) {
+    PointerReply answer;
+    answer.mappings = static_cast<std::uint32_t>(range.mappings);
+    answer.offset = begin - range.first_base;
+    answer.bytes = data.bytes;
+    answer.total = range.bytes;
+    header_sent = send_message(reply, &answer, sizeof answer, nullptr, 0, false);
+    return header_sent;
+  };
+  auto each = [&](std::size_t bytes, int fd) {
+    batch.sizes[pending] = bytes;
+    fds[pending++] = fd;
+    return pending < kMaxFdsPerMessage || flush();
+  };
   CUresult result = CUDA_SUCCESS;
   {
     // The service thread has no context of its own; the pool's device lends one.
@@ -140,28 +167,15 @@ void map_pointer(const ExportedPool& exported_pool, const Request& request, int 
                                 : 0;
     driver::ScopedDeviceContext scope(device);
     result = scope.result();
-    if (result == CUDA_SUCCESS) {
-      result = exported_pool.granules->export_range(begin, begin + data.bytes, &mappings, &first_base);
-    }
+    if (result == CUDA_SUCCESS) result = exported_pool.granules->export_range(begin, begin + data.bytes, shape, each);
   }
-  if (result != CUDA_SUCCESS) return send_status(reply, CUDA_ERROR_INVALID_VALUE);
-  PointerReply answer;
-  answer.mappings = static_cast<std::uint32_t>(mappings.size());
-  answer.offset = begin - first_base;
-  answer.bytes = data.bytes;
-  bool sent = send_message(reply, &answer, sizeof answer, nullptr, 0, true);
-  for (std::size_t first = 0; sent && first < mappings.size(); first += kMaxFdsPerMessage) {
-    MappingBatch batch;
-    int fds[kMaxFdsPerMessage];
-    const std::size_t count = std::min(kMaxFdsPerMessage, mappings.size() - first);
-    batch.count = static_cast<std::uint32_t>(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      batch.sizes[i] = mappings[first + i].bytes;
-      fds[i] = mappings[first + i].fd;
-    }
-    sent = send_message(reply, &batch, sizeof batch, fds, count, true);
+  if (result == CUDA_SUCCESS && pending > 0) {
+    (void)flush();
+  } else {
+    for (std::size_t i = 0; i < pending; ++i) close(fds[i]);
   }
-  for (const auto& mapping : mappings) close(mapping.fd);  // the importer has its own copies now
+  // A failure after the header: the importer sees the answer end early (the socket closes).
+  if (!header_sent) send_status(reply, CUDA_ERROR_INVALID_VALUE);
 }
 
 void serve(std::shared_ptr<ExportedPool> exported_pool) {

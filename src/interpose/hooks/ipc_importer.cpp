@@ -150,79 +150,85 @@ void unmap_all(const ImportedPointer& imported) noexcept {
   }
 }
 
-// Maps the physical allocations `fds` (sizes `sizes`) back to back in a fresh reservation.
-CUresult map_imported(core::Pool* pool, const core::PoolProps& props, const std::vector<std::uint64_t>& sizes,
-                      const std::vector<int>& fds, ImportedPointer* imported) {
+// Sets who may touch the whole imported range, once everything is mapped.
+CUresult grant_access(core::Pool* pool, const core::PoolProps& props, const ImportedPointer& imported) {
+  const driver::DriverTable& table = driver::real();
+  std::vector<CUmemAccessDesc> access = access_for(pool, props);
+  if (access.empty()) return CUDA_ERROR_INVALID_VALUE;
+  CUresult result = table.cuMemSetAccess(imported.reservation, imported.reserved_bytes, access.data(), access.size());
+  if (result == CUDA_ERROR_INVALID_VALUE && props.kind == core::PoolKind::pinned_host && access.size() > 1) {
+    // Drivers that take no host descriptor map host memory CPU-accessible already.
+    access.pop_back();
+    result = table.cuMemSetAccess(imported.reservation, imported.reserved_bytes, access.data(), access.size());
+  }
+  return result;
+}
+
+// Imports and maps one physical allocation at the end of what is mapped so far.
+CUresult map_one(int fd, std::size_t bytes, ImportedPointer* imported) {
+  const driver::DriverTable& table = driver::real();
+  CUdeviceptr at = imported->reservation;
+  for (const Mapping& mapping : imported->mappings) at += mapping.bytes;
+  CUmemGenericAllocationHandle handle = 0;
+  void* os_handle = reinterpret_cast<void*>(static_cast<std::intptr_t>(fd));
+  CUresult result = table.cuMemImportFromShareableHandle(&handle, os_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  if (result != CUDA_SUCCESS) return result;
+  result = table.cuMemMap(at, bytes, 0, handle, 0);
+  table.cuMemRelease(handle);  // the mapping holds the memory now
+  if (result != CUDA_SUCCESS) return result;
+  imported->mappings.push_back(Mapping{at, bytes});
+  return CUDA_SUCCESS;
+}
+
+// Receives the exporter's answer to map_pointer and maps it: the header, a reservation as large as
+// the physical allocations, then each batch of descriptors as it arrives, mapped back to back.
+// On failure what was mapped stays in *imported for unmap_all.
+CUresult receive_and_map(int reply, core::Pool* pool, const core::PoolProps& props, PointerReply* header,
+                         ImportedPointer* imported) {
   const driver::DriverTable& table = driver::real();
   if (table.cuMemImportFromShareableHandle == nullptr || table.cuMemAddressReserve == nullptr ||
       table.cuMemMap == nullptr || table.cuMemSetAccess == nullptr) {
     return driver::missing_entry_result();
   }
-  std::size_t total = 0;
-  for (std::uint64_t size : sizes) total += static_cast<std::size_t>(size);
+  std::vector<int> none;
+  const bool received = receive_message(reply, header, sizeof *header, &none, kReplyTimeoutMs);
+  close_all(&none);
+  if (!received || header->magic != kReplyMagic || header->status != CUDA_SUCCESS || header->mappings == 0 ||
+      header->total == 0 || header->offset >= header->total || header->bytes == 0 ||
+      header->bytes > header->total - header->offset) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   imported->context_device = device_for(props);
   driver::ScopedDeviceContext scope(imported->context_device);
   if (scope.result() != CUDA_SUCCESS) return scope.result();
+  const auto total = static_cast<std::size_t>(header->total);
   CUresult result = table.cuMemAddressReserve(&imported->reservation, total, 0, 0, 0);
   if (result != CUDA_SUCCESS) return result;
   imported->reserved_bytes = total;
-  CUdeviceptr at = imported->reservation;
-  for (std::size_t i = 0; i < fds.size(); ++i) {
-    CUmemGenericAllocationHandle handle = 0;
-    void* os_handle = reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[i]));
-    result = table.cuMemImportFromShareableHandle(&handle, os_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-    if (result != CUDA_SUCCESS) return result;
-    const auto bytes = static_cast<std::size_t>(sizes[i]);
-    result = table.cuMemMap(at, bytes, 0, handle, 0);
-    table.cuMemRelease(handle);  // the mapping holds the memory now
-    if (result != CUDA_SUCCESS) return result;
-    imported->mappings.push_back(Mapping{at, bytes});
-    at += bytes;
-  }
-  std::vector<CUmemAccessDesc> access = access_for(pool, props);
-  if (access.empty()) return CUDA_ERROR_INVALID_VALUE;
-  result = table.cuMemSetAccess(imported->reservation, total, access.data(), access.size());
-  if (result == CUDA_ERROR_INVALID_VALUE && props.kind == core::PoolKind::pinned_host && access.size() > 1) {
-    // Drivers that take no host descriptor map host memory CPU-accessible already.
-    access.pop_back();
-    result = table.cuMemSetAccess(imported->reservation, total, access.data(), access.size());
-  }
-  return result;
-}
-
-// Receives the exporter's answer to map_pointer: the header, then every descriptor.
-CUresult receive_mappings(int reply, PointerReply* header, std::vector<std::uint64_t>* sizes, std::vector<int>* fds) {
-  std::vector<int> none;
-  if (!receive_message(reply, header, sizeof *header, &none, kReplyTimeoutMs) || header->magic != kReplyMagic) {
-    close_all(&none);
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  close_all(&none);
-  if (header->status != CUDA_SUCCESS || header->mappings == 0) return CUDA_ERROR_INVALID_VALUE;
-  while (sizes->size() < header->mappings) {
+  std::size_t mapped_bytes = 0;
+  while (imported->mappings.size() < header->mappings) {
     MappingBatch batch;
-    std::vector<int> arrived;
-    if (!receive_message(reply, &batch, sizeof batch, &arrived, kReplyTimeoutMs) || batch.magic != kReplyMagic ||
-        batch.count == 0 || batch.count > kMaxFdsPerMessage || arrived.size() != batch.count ||
-        sizes->size() + batch.count > header->mappings) {
-      close_all(&arrived);
+    std::vector<int> fds;
+    if (!receive_message(reply, &batch, sizeof batch, &fds, kReplyTimeoutMs) || batch.magic != kReplyMagic ||
+        batch.count == 0 || batch.count > kMaxFdsPerMessage || fds.size() != batch.count ||
+        imported->mappings.size() + batch.count > header->mappings) {
+      close_all(&fds);
       return CUDA_ERROR_INVALID_VALUE;
     }
-    for (std::size_t i = 0; i < batch.count; ++i) {
-      if (batch.sizes[i] == 0) {
-        close_all(&arrived);
-        return CUDA_ERROR_INVALID_VALUE;
+    for (std::size_t i = 0; i < batch.count && result == CUDA_SUCCESS; ++i) {
+      const auto bytes = static_cast<std::size_t>(batch.sizes[i]);
+      if (bytes == 0 || bytes > total - mapped_bytes) {
+        result = CUDA_ERROR_INVALID_VALUE;
+        break;
       }
-      sizes->push_back(batch.sizes[i]);
-      fds->push_back(arrived[i]);
+      result = map_one(fds[i], bytes, imported);
+      mapped_bytes += bytes;
     }
+    close_all(&fds);
+    if (result != CUDA_SUCCESS) return result;
   }
-  std::uint64_t total = 0;
-  for (std::uint64_t size : *sizes) total += size;
-  if (header->offset >= sizes->front() || header->bytes == 0 || header->bytes > total - header->offset) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  if (mapped_bytes != total) return CUDA_ERROR_INVALID_VALUE;
+  return grant_access(pool, props, *imported);
 }
 
 }  // namespace
@@ -302,15 +308,11 @@ CUresult import_pointer(CUdeviceptr* pointer_out, core::Pool* pool, const CUmemP
     close(channel);
     if (reply < 0) return CUDA_ERROR_INVALID_VALUE;  // the exporter's pool is gone
     PointerReply header;
-    std::vector<std::uint64_t> sizes;
-    std::vector<int> fds;
-    CUresult result = receive_mappings(reply, &header, &sizes, &fds);
-    close(reply);
     ImportedPointer imported;
     imported.token = export_data.token;
     imported.generation = export_data.generation;
-    if (result == CUDA_SUCCESS) result = map_imported(pool, imported_pool.props, sizes, fds, &imported);
-    close_all(&fds);
+    CUresult result = receive_and_map(reply, pool, imported_pool.props, &header, &imported);
+    close(reply);
     if (result != CUDA_SUCCESS) {
       unmap_all(imported);
       return result == CUDA_ERROR_OUT_OF_MEMORY ? result : CUDA_ERROR_INVALID_VALUE;

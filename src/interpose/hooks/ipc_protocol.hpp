@@ -8,7 +8,9 @@
 // the handle can ask at all.
 //   describe_pool -> PoolDescription
 //   map_pointer   -> PointerReply, then MappingBatch messages carrying one descriptor per physical
-//                    allocation behind the pointer (cuMemExportToShareableHandle), in address order.
+//                    allocation behind the pointer (cuMemExportToShareableHandle), in address order;
+//                    the exporter exports them batch by batch and the importer maps each batch as
+//                    it arrives, so neither holds more than a batch of descriptors open.
 //
 // ExportData is the 64 bytes of CUmemPoolPtrExportData: which allocation, the pool's token, a
 // generation that changes whenever an allocation at that address is exported anew, and a tag
@@ -55,6 +57,7 @@ struct PointerReply {
   std::uint32_t reserved = 0;
   std::uint64_t offset = 0;  // of the pointer in the first mapping
   std::uint64_t bytes = 0;   // the allocation's size
+  std::uint64_t total = 0;   // the mappings' sizes added up: what the importer reserves
 };
 
 struct MappingBatch {
