@@ -228,6 +228,60 @@ TEST_F(PoolKinds, CurrentPoolsFollowTheirLocationAndAllocationType) {
   EXPECT_NE(host_default, managed_default);
 }
 
+// Each location has its own pair: Host and a HostNuma node are different places, and so are
+// managed memory with no location and managed memory preferring a device.
+TEST_F(PoolKinds, EachLocationHasItsOwnDefaultAndCurrentPool) {
+  CUmemLocation host = location(CU_MEM_LOCATION_TYPE_HOST, 0);
+  CUmemLocation node = location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  CUmemLocation none = location(CU_MEM_LOCATION_TYPE_NONE, 0);
+  CUmemLocation on_device = location(CU_MEM_LOCATION_TYPE_DEVICE, device);
+  CUmemoryPool host_default = nullptr;
+  CUmemoryPool node_default = nullptr;
+  CUmemoryPool managed_default = nullptr;
+  CUmemoryPool managed_device_default = nullptr;
+  ASSERT_EQ(SP(cuMemGetDefaultMemPool)(&host_default, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetDefaultMemPool)(&node_default, &node, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetDefaultMemPool)(&managed_default, &none, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetDefaultMemPool)(&managed_device_default, &on_device, CU_MEM_ALLOCATION_TYPE_MANAGED),
+            CUDA_SUCCESS);
+  CUmemoryPool node_pool = create(CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+
+  ASSERT_EQ(SP(cuMemSetMemPool)(&node, CU_MEM_ALLOCATION_TYPE_PINNED, node_pool), CUDA_SUCCESS);
+  CUmemoryPool host_current = nullptr;
+  CUmemoryPool node_current = nullptr;
+  ASSERT_EQ(SP(cuMemGetMemPool)(&host_current, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetMemPool)(&node_current, &node, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+
+  EXPECT_NE(host_default, node_default);
+  EXPECT_NE(managed_default, managed_device_default);
+  EXPECT_EQ(static_cast<int>(pool_attribute(node_default, 12) & 0xffffffffu), CU_MEM_LOCATION_TYPE_HOST_NUMA);
+  EXPECT_EQ(static_cast<int>(pool_attribute(managed_device_default, 12) & 0xffffffffu), CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(static_cast<int>(pool_attribute(managed_device_default, 11) & 0xffffffffu), device);
+  EXPECT_EQ(host_current, host_default);  // setting the node's pool left Host's alone
+  EXPECT_EQ(node_current, node_pool);
+  // A Host pool cannot be current for a NUMA node, nor a no-location managed pool for a device.
+  EXPECT_EQ(SP(cuMemSetMemPool)(&node, CU_MEM_ALLOCATION_TYPE_PINNED, host_default), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemSetMemPool)(&on_device, CU_MEM_ALLOCATION_TYPE_MANAGED, managed_default), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(node_default), CUDA_ERROR_INVALID_VALUE);  // defaults stay
+  EXPECT_EQ(SP(cuMemPoolDestroy)(node_pool), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetMemPool)(&node_current, &node, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_SUCCESS);
+  EXPECT_EQ(node_current, node_default);
+}
+
+TEST_F(PoolKinds, LookupsOfPlacesTheSpecDoesNotListAreInvalid) {
+  CUmemoryPool pool = nullptr;
+  CUmemLocation missing_node = location(CU_MEM_LOCATION_TYPE_HOST_NUMA, 4095);
+  CUmemLocation current_node = location(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0);
+  CUmemLocation none = location(CU_MEM_LOCATION_TYPE_NONE, 0);
+  CUmemLocation missing_device = location(CU_MEM_LOCATION_TYPE_DEVICE, 64);
+
+  EXPECT_EQ(SP(cuMemGetDefaultMemPool)(&pool, &missing_node, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemGetMemPool)(&pool, &current_node, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemGetMemPool)(&pool, &none, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemGetMemPool)(&pool, &missing_device, CU_MEM_ALLOCATION_TYPE_MANAGED), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(pool, nullptr);
+}
+
 TEST_F(PoolKinds, DefaultHostAndManagedPoolsServeAllocations) {
   CUmemLocation host = location(CU_MEM_LOCATION_TYPE_HOST, 0);
   CUmemLocation none = location(CU_MEM_LOCATION_TYPE_NONE, 0);

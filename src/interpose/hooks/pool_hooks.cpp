@@ -23,8 +23,6 @@ namespace streampool::interpose {
 
 namespace {
 
-using Shared = PoolDirectory::Shared;
-
 core::Pool* pool_of(CUmemoryPool handle) noexcept { return reinterpret_cast<core::Pool*>(handle); }
 CUmemoryPool handle_of(core::Pool* pool) noexcept { return reinterpret_cast<CUmemoryPool>(pool); }
 
@@ -97,6 +95,7 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
     switch (location_type) {
       case CU_MEM_LOCATION_TYPE_NONE:
       case CU_MEM_LOCATION_TYPE_HOST:
+        out->location_id = 0;  // no id for these locations
         break;
       case CU_MEM_LOCATION_TYPE_DEVICE:
         if (!driver::valid_device(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
@@ -154,8 +153,11 @@ CUresult pool_destroy(CUmemoryPool handle) noexcept {
   if (bypass(scope)) return forward(driver::real().cuMemPoolDestroy, handle);
   try {
     core::Pool* pool = pool_of(handle);
-    if (!engine().is_pool(pool) || pools().is_default(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (!engine().is_pool(pool) || pools().is_default(pool) || location_pools().is_default(pool)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     pools().forget(pool);  // destroying a current pool makes the default current again
+    location_pools().forget(pool);
     ipc::pool_destroyed(pool);  // an exported pool stops answering importers; an imported one closes
     return to_cuda(engine().destroy_pool(pool));
   } catch (...) {
@@ -246,63 +248,67 @@ CUresult pool_trim_to(CUmemoryPool handle, size_t min_bytes_to_keep) noexcept {
 
 // --- default and current pools -----------------------------------------------------------------
 
-enum class Place { device, host, managed, invalid };
+// Which default/current slot a (location, allocation type) pair names, per the spec of
+// cuMemGetMemPool: a device's pinned pools (PoolDirectory), or a host or managed location
+// (LocationPools). Both are the ints the program passed; a value the spec does not list, a device
+// that does not exist or a NUMA node the machine lacks names no slot.
+struct Slot {
+  bool valid = false;
+  bool device = false;  // a device's pinned pools: location_id is the device
+  LocationPools::Place place;
+};
 
-// Which directory entry a (location, allocation type) pair names, per the spec of cuMemGetMemPool.
-// Both are the ints the program passed (any value: an unknown one names no entry).
-Place place_of(int location_type, int location_id, int allocation_type) noexcept {
-  if (allocation_type == CU_MEM_ALLOCATION_TYPE_PINNED) {
-    switch (location_type) {
-      case CU_MEM_LOCATION_TYPE_DEVICE:
-        return Place::device;
-      case CU_MEM_LOCATION_TYPE_HOST:
-      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        return Place::host;
-      default:
-        return Place::invalid;
-    }
+Slot slot_of(int location_type, int location_id, int allocation_type) noexcept {
+  Slot slot;
+  const bool pinned = allocation_type == CU_MEM_ALLOCATION_TYPE_PINNED;
+  const bool managed = allocation_type == CU_MEM_ALLOCATION_TYPE_MANAGED;
+  if (!pinned && !managed) return slot;
+  switch (location_type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      if (!driver::valid_device(location_id)) return slot;
+      slot.device = pinned;
+      break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+      location_id = 0;  // ignored for Host
+      break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      if (!driver::host_numa_node_exists(location_id)) return slot;
+      break;
+    case CU_MEM_LOCATION_TYPE_NONE:
+      if (!managed) return slot;
+      location_id = 0;
+      break;
+    default:  // HostNumaCurrent, anything else
+      return slot;
   }
-  if (allocation_type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
-    switch (location_type) {
-      case CU_MEM_LOCATION_TYPE_NONE:
-      case CU_MEM_LOCATION_TYPE_HOST:
-      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        return Place::managed;
-      case CU_MEM_LOCATION_TYPE_DEVICE:
-        return driver::valid_device(location_id) ? Place::managed : Place::invalid;
-      default:
-        return Place::invalid;
-    }
-  }
-  return Place::invalid;
+  slot.valid = true;
+  slot.place = LocationPools::Place{allocation_type, location_type, location_id};
+  return slot;
 }
 
-// `current`: the pool made current for the place (its default until one is set), else its default.
-CUresult device_pool(CUdevice device, bool current, core::Pool** pool) noexcept {
-  return current ? pools().device_current(device, pool) : pools().device_default(device, pool);
-}
-
-CUresult shared_pool(Shared which, bool current, core::Pool** pool) noexcept {
-  return current ? pools().shared_current(which, pool) : pools().shared_default(which, pool);
+// Whether `props` describe a pool that may be current for `slot`: the same allocation type and
+// location (the id too, where the location has one).
+bool pool_fits(const core::PoolProps& props, const Slot& slot) noexcept {
+  if (props.allocation_type != slot.place.allocation_type || props.location_type != slot.place.location_type) {
+    return false;
+  }
+  const bool has_id = slot.place.location_type == CU_MEM_LOCATION_TYPE_DEVICE ||
+                      slot.place.location_type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  return !has_id || props.location_id == slot.place.location_id;
 }
 
 CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, int allocation_type, bool current) {
   if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const Slot slot = slot_of(raw_enum(location->type), location->id, allocation_type);
+  if (!slot.valid) return CUDA_ERROR_INVALID_VALUE;
   core::Pool* pool = nullptr;
   CUresult result = CUDA_ERROR_INVALID_VALUE;
-  switch (place_of(raw_enum(location->type), location->id, allocation_type)) {
-    case Place::device:
-      if (!driver::valid_device(location->id)) return CUDA_ERROR_INVALID_VALUE;
-      result = device_pool(location->id, current, &pool);
-      break;
-    case Place::host:
-      result = shared_pool(Shared::host, current, &pool);
-      break;
-    case Place::managed:
-      result = shared_pool(Shared::managed, current, &pool);
-      break;
-    case Place::invalid:
-      return CUDA_ERROR_INVALID_VALUE;
+  if (slot.device) {
+    const CUdevice device = slot.place.location_id;
+    result = current ? pools().device_current(device, &pool) : pools().device_default(device, &pool);
+  } else {
+    result = current ? location_pools().current_pool(slot.place, &pool)
+                     : location_pools().default_pool(slot.place, &pool);
   }
   if (result == CUDA_SUCCESS) *pool_out = handle_of(pool);
   return result;
@@ -334,26 +340,11 @@ CUresult mem_set_pool(CUmemLocation* location, int allocation_type, CUmemoryPool
     core::Pool* pool = pool_of(handle);
     if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
     if (ipc::is_imported_pool(pool)) return CUDA_ERROR_INVALID_VALUE;  // it cannot allocate
-    const core::PoolProps& props = engine().props(pool);
-    const int location_type = raw_enum(location->type);
+    const Slot slot = slot_of(raw_enum(location->type), location->id, allocation_type);
     // The pool must match the location and allocation type it is made current for.
-    if (props.allocation_type != allocation_type) return CUDA_ERROR_INVALID_VALUE;
-    switch (place_of(location_type, location->id, allocation_type)) {
-      case Place::device:
-        if (props.kind != core::PoolKind::device || props.location_id != location->id) return CUDA_ERROR_INVALID_VALUE;
-        return pools().set_device_current(location->id, pool);
-      case Place::host:
-        if (props.kind != core::PoolKind::pinned_host || props.location_type != location_type) {
-          return CUDA_ERROR_INVALID_VALUE;
-        }
-        return pools().set_shared_current(Shared::host, pool);
-      case Place::managed:
-        if (props.kind != core::PoolKind::managed) return CUDA_ERROR_INVALID_VALUE;
-        return pools().set_shared_current(Shared::managed, pool);
-      case Place::invalid:
-        break;
-    }
-    return CUDA_ERROR_INVALID_VALUE;
+    if (!slot.valid || !pool_fits(engine().props(pool), slot)) return CUDA_ERROR_INVALID_VALUE;
+    if (slot.device) return pools().set_device_current(slot.place.location_id, pool);
+    return location_pools().set_current(slot.place, pool);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
