@@ -40,7 +40,8 @@ inline constexpr int kMemLocationTypeInvisible = 5;
 // CUmemPoolProps::usage bit asking for hardware decompression (CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS).
 inline constexpr unsigned kMemPoolUsageHwDecompress = 0x2;
 
-// The handle types streampool's pools can export (IPC is not implemented yet).
-inline constexpr unsigned kSupportedPoolHandleTypes = 0;
+// The handle types streampool's pools can export: POSIX file descriptors (see docs/DESIGN.md, "Pools
+// shared between processes"), where the real driver can export VMM memory as such.
+inline constexpr unsigned kSupportedPoolHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 
 }  // namespace streampool::driver

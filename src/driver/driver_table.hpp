@@ -41,7 +41,8 @@
   X(cuStreamGetCtx) X(cuStreamGetFlags) X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)      \
   X(cuEventCreate) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)    \
   X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)                  \
-  X(cuMemAlloc_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged)
+  X(cuMemAlloc_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged)                      \
+  X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)
 
 namespace streampool::driver {
 

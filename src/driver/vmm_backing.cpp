@@ -69,6 +69,11 @@ VmmBacking::VmmBacking(const CUmemAllocationProp& prop, CUdevice context_device,
       reservation_bytes_(reservation_bytes) {}
 
 CUresult VmmBacking::create(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept {
+  return create(props, nullptr, out);
+}
+
+CUresult VmmBacking::create(const core::PoolProps& props, std::shared_ptr<GranuleTable> granules,
+                            std::unique_ptr<core::Backing>* out) noexcept {
   if (props.kind == core::PoolKind::managed) return CUDA_ERROR_NOT_SUPPORTED;
   const DriverTable& table = real();
   if (table.cuMemGetAllocationGranularity == nullptr || table.cuMemAddressReserve == nullptr ||
@@ -88,6 +93,10 @@ CUresult VmmBacking::create(const core::PoolProps& props, std::unique_ptr<core::
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = location_type_of(props.location_type);
   prop.location.id = props.location_type == CU_MEM_LOCATION_TYPE_HOST ? 0 : props.location_id;
+  if (granules != nullptr) {
+    if (table.cuMemExportToShareableHandle == nullptr) return missing_entry_result();
+    prop.requestedHandleTypes = static_cast<CUmemAllocationHandleType>(granules->handle_type());
+  }
   CUdevice context_device = context_device_for(props);
   size_t granule = 0;
   {
@@ -98,7 +107,9 @@ CUresult VmmBacking::create(const core::PoolProps& props, std::unique_ptr<core::
   }
   if (granule == 0) return CUDA_ERROR_NOT_SUPPORTED;
   try {
-    out->reset(new VmmBacking(prop, context_device, granule, reservation_for(props, granule)));
+    auto* backing = new VmmBacking(prop, context_device, granule, reservation_for(props, granule));
+    backing->granules_ = std::move(granules);
+    out->reset(backing);
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
@@ -186,6 +197,7 @@ core::Status VmmBacking::map(std::uintptr_t address, std::size_t bytes,
   CUresult result = table.cuMemCreate(&handle, bytes, &prop_, 0);
   if (result != CUDA_SUCCESS) return status_from(result);
   const auto device_address = static_cast<CUdeviceptr>(address);
+  if (granules_ != nullptr) return map_exportable(address, bytes, handle, access);
   result = table.cuMemMap(device_address, bytes, 0, handle, 0);
   // The mapping holds the physical memory from here on: unmapping it releases the memory.
   const CUresult released = table.cuMemRelease(handle);
@@ -222,11 +234,36 @@ core::Status VmmBacking::map(std::uintptr_t address, std::size_t bytes,
   return status_from(result);
 }
 
+// An exportable pool's mapping: its handle stays open (in the granule table) while it is mapped,
+// so that it can be exported to other processes; unmap releases it.
+core::Status VmmBacking::map_exportable(std::uintptr_t address, std::size_t bytes, CUmemGenericAllocationHandle handle,
+                                        std::span<const core::AccessDescriptor> access) {
+  const DriverTable& table = real();
+  const auto device_address = static_cast<CUdeviceptr>(address);
+  CUresult result = table.cuMemMap(device_address, bytes, 0, handle, 0);
+  if (result != CUDA_SUCCESS) {
+    table.cuMemRelease(handle);
+    return status_from(result);
+  }
+  try {
+    result = apply_access(address, bytes, access);
+    if (result == CUDA_SUCCESS) granules_->add(address, bytes, handle);
+  } catch (...) {
+    result = CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (result == CUDA_SUCCESS) return core::Status::success;
+  table.cuMemUnmap(device_address, bytes);
+  table.cuMemRelease(handle);
+  return status_from(result);
+}
+
 core::Status VmmBacking::unmap(std::uintptr_t address, std::size_t bytes) {
   ScopedDeviceContext scope(context_device_);
   if (scope.result() != CUDA_SUCCESS) return status_from(scope.result());
   const CUresult result = real().cuMemUnmap(static_cast<CUdeviceptr>(address), bytes);
   if (result != CUDA_SUCCESS) return status_from(result);
+  CUmemGenericAllocationHandle handle = 0;
+  if (granules_ != nullptr && granules_->take(address, &handle)) real().cuMemRelease(handle);
   release_after_unmap(address);
   return core::Status::success;
 }
@@ -307,6 +344,22 @@ core::Status ChunkBacking::set_access(std::uintptr_t, std::size_t,
 }
 
 // --- choice ----------------------------------------------------------------------------------
+
+core::Status make_exportable_backing(const core::PoolProps& props, std::shared_ptr<GranuleTable>* granules,
+                                     std::unique_ptr<core::Backing>* out) noexcept {
+  if (props.location_type == CU_MEM_LOCATION_TYPE_DEVICE && !valid_device(props.location_id)) {
+    return core::Status::invalid_value;
+  }
+  try {
+    *granules = std::make_shared<GranuleTable>(static_cast<int>(props.handle_types));
+  } catch (...) {
+    return core::Status::out_of_memory;
+  }
+  CUresult result = VmmBacking::create(props, *granules, out);
+  if (result == CUDA_SUCCESS) return core::Status::success;
+  granules->reset();
+  return result == CUDA_ERROR_OUT_OF_MEMORY ? core::Status::out_of_memory : core::Status::not_supported;
+}
 
 core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept {
   if (props.location_type == CU_MEM_LOCATION_TYPE_DEVICE && !valid_device(props.location_id)) {

@@ -24,6 +24,7 @@
 #include "core/backing.hpp"
 #include "cuda_compat.hpp"
 #include "core/pool_props.hpp"
+#include "granule_table.hpp"
 
 namespace streampool::driver {
 
@@ -31,6 +32,10 @@ class VmmBacking final : public core::Backing {
  public:
   // Fails with the driver's answer when VMM cannot serve this pool (callers fall back to chunks).
   static CUresult create(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept;
+  // An exportable pool (props.handle_types): every physical allocation is created shareable and its
+  // handle kept in `granules` while it is mapped.
+  static CUresult create(const core::PoolProps& props, std::shared_ptr<GranuleTable> granules,
+                         std::unique_ptr<core::Backing>* out) noexcept;
 
   std::size_t granule_bytes() const override { return granule_bytes_; }
   std::size_t reservation_bytes() const override { return reservation_bytes_; }
@@ -50,6 +55,8 @@ class VmmBacking final : public core::Backing {
     CUmemGenericAllocationHandle handle;
   };
   void release_after_unmap(std::uintptr_t address) noexcept;
+  core::Status map_exportable(std::uintptr_t address, std::size_t bytes, CUmemGenericAllocationHandle handle,
+                              std::span<const core::AccessDescriptor> access);
   VmmBacking(const CUmemAllocationProp& prop, CUdevice context_device, std::size_t granule_bytes,
              std::size_t reservation_bytes);
   // The owner's own access plus the pool's access list, in the driver's terms.
@@ -63,6 +70,7 @@ class VmmBacking final : public core::Backing {
   std::size_t reservation_bytes_;
   bool host_access_rejected_ = false;  // the driver refused a host access descriptor once
   std::vector<UnreleasedHandle> unreleased_;  // rare: only after a failed cuMemRelease
+  std::shared_ptr<GranuleTable> granules_;    // exportable pools only
 };
 
 class ChunkBacking final : public core::Backing {
@@ -88,5 +96,9 @@ class ChunkBacking final : public core::Backing {
 // The backing for a pool: VMM where it can serve the pool, else whole chunks. invalid_value for a
 // pool no backing can serve (a device that does not exist).
 core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept;
+// The backing of a pool with export handle types: VMM with shareable physical allocations, or
+// not_supported where the driver cannot create them (no chunk fallback: chunks cannot be shared).
+core::Status make_exportable_backing(const core::PoolProps& props, std::shared_ptr<GranuleTable>* granules,
+                                     std::unique_ptr<core::Backing>* out) noexcept;
 
 }  // namespace streampool::driver

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -135,6 +137,35 @@ int protection_for(unsigned long long flags) {
   return PROT_NONE;
 }
 
+// A physical allocation's location travels with its memfd, in the name the kernel keeps for it
+// ("/memfd:<name> (deleted)" in /proc/self/fd), so that another process that imports it knows
+// where the memory lives, as a real import does.
+constexpr char kMemfdPrefix[] = "streampool-fake-vmm:";
+
+std::string memfd_name_for(const CUmemLocation& location) {
+  return kMemfdPrefix + std::to_string(static_cast<int>(location.type)) + ":" + std::to_string(location.id);
+}
+
+CUmemLocation location_from_memfd(int fd) {
+  CUmemLocation location{};
+  location.type = CU_MEM_LOCATION_TYPE_DEVICE;  // what a memfd of another origin is taken for
+  location.id = 0;
+  char link[256] = {};
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t length = readlink(path.c_str(), link, sizeof link - 1);
+  if (length <= 0) return location;
+  const std::string target(link, static_cast<std::size_t>(length));
+  const std::size_t at = target.find(kMemfdPrefix);
+  if (at == std::string::npos) return location;
+  int type = 0;
+  int id = 0;
+  if (std::sscanf(target.c_str() + at + sizeof kMemfdPrefix - 1, "%d:%d", &type, &id) == 2) {
+    location.type = static_cast<CUmemLocationType>(type);
+    location.id = id;
+  }
+  return location;
+}
+
 CUmemGenericAllocationHandle add_handle(VmmState& vmm, std::shared_ptr<PhysicalMemory> memory) {
   const CUmemGenericAllocationHandle handle = vmm.next_handle++;
   memory->handle = handle;
@@ -214,7 +245,7 @@ CUresult vmm_create(CUmemGenericAllocationHandle* handle, std::size_t size, cons
     if (!Driver::instance().try_charge(prop->location.id, size)) return CUDA_ERROR_OUT_OF_MEMORY;
     memory->charged_device = prop->location.id;
   }
-  memory->fd = memfd_create("streampool-fake-vmm", MFD_CLOEXEC);
+  memory->fd = memfd_create(memfd_name_for(prop->location).c_str(), MFD_CLOEXEC);
   if (memory->fd < 0 || ftruncate(memory->fd, static_cast<off_t>(size)) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
   struct stat file {};
   if (fstat(memory->fd, &file) == 0) {
@@ -400,8 +431,7 @@ CUresult vmm_import(CUmemGenericAllocationHandle* handle, void* os_handle, CUmem
   foreign->size = static_cast<std::size_t>(file.st_size);
   foreign->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   foreign->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-  foreign->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  foreign->prop.location.id = 0;
+  foreign->prop.location = location_from_memfd(fd);
   foreign->inode = file.st_ino;
   foreign->file_system = file.st_dev;
   *handle = add_handle(vmm, std::move(foreign));

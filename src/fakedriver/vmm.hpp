@@ -4,7 +4,8 @@
 //    location is a device; it is freed when its last handle is released and its last mapping is gone.
 //  - Mapping is mmap(MAP_FIXED | MAP_SHARED) of the memfd over the reservation, with no access until
 //    cuMemSetAccess mprotects it for the owning location; grants for other devices are only recorded.
-//  - Export/import of POSIX file descriptors is dup() of the memfd.
+//  - Export/import of POSIX file descriptors is dup() of the memfd; the memfd's name carries the
+//    location, so that an importing process maps host memory as host memory.
 #pragma once
 
 #include <cuda.h>

@@ -106,14 +106,15 @@ TEST(DeviceAttributes, MemoryPoolsAreSupported) {
 
 TEST(DeviceAttributes, MempoolHandleTypesAreKnownBits) {
   // 0x9 (POSIX fd | fabric) on the H200 (measured); elsewhere only known handle-type bits.
-  // streampool reports the handle types its own pools can export: none until IPC exists.
+  // streampool reports the handle types its own pools can export: POSIX file descriptors (not
+  // fabric handles, which it does not serve).
   int types = -1;
   CU_ASSERT_OK(cuDeviceGetAttribute(&types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device()));
   EXPECT_EQ(0, types & ~0xF) << "only the four known handle-type bits, got " << types;
   char name[256] = {};
   CU_ASSERT_OK(cuDeviceGetName(name, sizeof name, device()));
   if (under_streampool()) {
-    EXPECT_EQ(0, types);
+    EXPECT_EQ(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, types);
   } else if (std::strstr(name, "H200") != nullptr) {
     EXPECT_EQ(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | CU_MEM_HANDLE_TYPE_FABRIC, types);
   }

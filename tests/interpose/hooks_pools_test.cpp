@@ -55,7 +55,7 @@ TEST_F(PoolHooks, BadPoolHandlesGiveInvalidValueNotACrash) {
   EXPECT_EQ(SP(cuMemPoolGetAttribute)(nullptr, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &value), CUDA_ERROR_INVALID_VALUE);
 }
 
-TEST_F(PoolHooks, DeviceAttributesReportPoolSupportWithoutExportableHandles) {
+TEST_F(PoolHooks, DeviceAttributesReportPoolSupportAndPosixFdHandles) {
   int supported = 0;
   int handle_types = -1;
 
@@ -64,7 +64,7 @@ TEST_F(PoolHooks, DeviceAttributesReportPoolSupportWithoutExportableHandles) {
             CUDA_SUCCESS);
 
   EXPECT_EQ(supported, 1);
-  EXPECT_EQ(handle_types, 0);
+  EXPECT_EQ(handle_types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);  // the fake driver exports VMM as fds
 }
 
 TEST_F(PoolHooks, SetMemPoolRoutesAllocAsyncUntilThePoolIsDestroyed) {
@@ -112,31 +112,46 @@ TEST_F(PoolHooks, CurrentPoolChangesReachAStreamThatAllocatedBefore) {
   EXPECT_EQ(owner_after_destroy, default_pool);
 }
 
-TEST_F(PoolHooks, IpcCallsAreNotSupportedYet) {
-  CUmemoryPool pool = create_device_pool();
+TEST_F(PoolHooks, IpcCallsRefuseWhatIsNotShared) {
+  CUmemoryPool pool = create_device_pool();  // no handle types
+  CUdeviceptr allocation = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&allocation, 1024, pool, stream), CUDA_SUCCESS);
   CUmemPoolPtrExportData data{};
   int handle = -1;
   CUmemoryPool imported = nullptr;
   CUdeviceptr pointer = 0;
 
   EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&handle, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(SP(cuMemPoolImportFromShareableHandle)(&imported, &handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(SP(cuMemPoolExportPointer)(&data, 0), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(SP(cuMemPoolImportPointer)(&pointer, pool, &data), CUDA_ERROR_NOT_SUPPORTED);
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolImportFromShareableHandle)(&imported, reinterpret_cast<void*>(std::intptr_t{-1}),
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolExportPointer)(&data, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolExportPointer)(&data, allocation), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolImportPointer)(&pointer, pool, &data), CUDA_ERROR_INVALID_VALUE);  // not an imported pool
+  EXPECT_EQ(handle, -1);
+  EXPECT_EQ(imported, nullptr);
+  EXPECT_EQ(pointer, 0u);
+  EXPECT_EQ(SP(cuMemFreeAsync)(allocation, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
-TEST_F(PoolHooks, PoolsWithExportableHandleTypesAreNotSupported) {
+TEST_F(PoolHooks, PoolsWithPosixFdHandlesAreCreatedAndAllocate) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = device;
   props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   CUmemoryPool pool = nullptr;
+  CUdeviceptr allocation = 0;
 
-  EXPECT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&allocation, 5 * kMiB, pool, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemsetD8Async)(allocation, 7, 5 * kMiB, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFreeAsync)(allocation, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "driver/log.hpp"
 #include "driver/capture_tracker.hpp"
 #include "call_counters.hpp"
+#include "ipc.hpp"
 #include "process_state.hpp"
 #include "route_cache.hpp"
 #include "driver/stream_registry.hpp"
@@ -189,6 +190,7 @@ bool live_pool(core::Pool* pool) noexcept {
 [[gnu::noinline]] CUresult free_not_taken(FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
                                            CUresult error) noexcept {
   try {
+    if (ipc::is_imported_pointer(dptr)) [[unlikely]] return ipc::free_imported(dptr);
     if (!engine().owns(reinterpret_cast<void*>(dptr))) return forward(driver::real().*real_entry, dptr, stream);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
@@ -219,7 +221,10 @@ bool live_pool(core::Pool* pool) noexcept {
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
-  if (core::ok(status)) [[likely]] return CUDA_SUCCESS;
+  if (core::ok(status)) [[likely]] {
+    ipc::allocation_freed(dptr);  // export data of it is stale from now on
+    return CUDA_SUCCESS;
+  }
   if (status == core::Status::invalid_value) return free_not_taken(real_entry, dptr, stream, CUDA_ERROR_INVALID_VALUE);
   return status == core::Status::deinitialized ? CUDA_SUCCESS : to_cuda(status);
 }

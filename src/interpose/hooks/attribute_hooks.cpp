@@ -1,6 +1,7 @@
 // Attributes: the 15 pool attributes (CUmemPool_attribute 1..15; 9..15 are CUDA 13.x's, which
-// driver 580 still refuses but streampool answers from the spec) through the engine, and the two
-// device attributes that describe the pool family.
+// driver 580 still refuses but streampool answers from the spec) through the engine, for every kind
+// of pool (device, host, host NUMA, managed, imported), and the two device attributes that describe
+// the pool family.
 #include "call_counters.hpp"
 #include "process_state.hpp"
 #include "raw_enum.hpp"
@@ -48,6 +49,20 @@ CUresult pool_get_attribute(CUmemoryPool handle, int attribute, void* value) noe
   }
 }
 
+// What streampool's pools on `device` can export: POSIX file descriptors where the driver can
+// create VMM memory exportable as such (pools shared between processes rest on it).
+unsigned exportable_handle_types(CUdevice device) noexcept {
+  const auto query = as_int_abi(driver::real().cuDeviceGetAttribute);
+  int vmm = 0;
+  int posix_fd = 0;
+  if (query == nullptr || query(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device) != CUDA_SUCCESS ||
+      query(&posix_fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device) != CUDA_SUCCESS ||
+      vmm == 0 || posix_fd == 0) {
+    return 0;
+  }
+  return driver::kSupportedPoolHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
 CUresult device_get_attribute(int* value, int attribute, CUdevice device) noexcept {
   count_call(Hook::cuDeviceGetAttribute);
   HookScope scope;
@@ -56,7 +71,7 @@ CUresult device_get_attribute(int* value, int attribute, CUdevice device) noexce
   if (attribute == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) {
     *value = 1;  // streampool serves the pool family on every device
   } else if (attribute == CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES) {
-    *value = static_cast<int>(driver::kSupportedPoolHandleTypes);
+    *value = static_cast<int>(exportable_handle_types(device));
   }
   return result;
 }

@@ -4,8 +4,10 @@
 //     cuMemFree does, then Engine::free_completed. Unlike the driver (whose USED_MEM_CURRENT never
 //     drops after cudaFree of a pool pointer), the statistics stay exact.
 //   cuPointerGetAttribute(s): MEMPOOL_HANDLE, RANGE_START_ADDR and RANGE_SIZE describe the pool
-//     allocation (not the granules mapped behind it), IS_LEGACY_CUDA_IPC_CAPABLE is 0; everything
-//     else comes from the real driver, which sees the VMM mapping underneath.
+//     allocation (not the granules mapped behind it), IS_LEGACY_CUDA_IPC_CAPABLE is 0; a pinned host
+//     pool's memory is MEMORY_TYPE host with HOST_POINTER the pointer itself; everything else comes
+//     from the real driver, which sees the VMM mapping underneath.
+//   An imported allocation (another process's pool) is freed by unmapping it (ipc.hpp).
 //   cuMemGetAddressRange_v2: the allocation itself.
 // Pointers the engine does not own go to the real driver untouched.
 #include <vector>
@@ -13,6 +15,7 @@
 #include "call_counters.hpp"
 #include "process_state.hpp"
 #include "driver/stream_registry.hpp"
+#include "ipc.hpp"
 #include "tracking.hpp"
 
 namespace streampool::interpose {
@@ -27,6 +30,20 @@ bool pool_block(CUdeviceptr address, core::BlockInfo* info) {
 
 // Writes streampool's answer for one attribute; false when the real driver's answer stands.
 bool answer_attribute(CUpointer_attribute attribute, const core::BlockInfo& info, void* data) noexcept {
+  // Pinned host pools hold host memory, mapped at the same address for the CPU and every device.
+  const bool host_memory = engine().props(info.pool).kind == core::PoolKind::pinned_host;
+  if (host_memory) {
+    switch (attribute) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned int*>(data) = CU_MEMORYTYPE_HOST;
+        return true;
+      case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *static_cast<void**>(data) = reinterpret_cast<void*>(info.base);
+        return true;
+      default:
+        break;
+    }
+  }
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
       *static_cast<CUmemoryPool*>(data) = reinterpret_cast<CUmemoryPool>(info.pool);
@@ -53,6 +70,7 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
   if (bypass(scope)) return forward(table.cuMemFree_v2, dptr);
   try {
     auto* pointer = reinterpret_cast<void*>(dptr);
+    if (ipc::is_imported_pointer(dptr)) return ipc::free_imported(dptr);
     if (dptr == 0 || !engine().owns(pointer)) return forward(table.cuMemFree_v2, dptr);
     core::BlockInfo info;
     if (!engine().lookup(pointer, &info) || info.base != static_cast<std::uintptr_t>(dptr)) {
@@ -65,7 +83,9 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
     if (result == CUDA_ERROR_DEINITIALIZED) return CUDA_SUCCESS;  // at exit, after the driver's teardown
     if (result != CUDA_SUCCESS) return result;
     engine().commit(ticket);
-    return to_cuda(engine().free_completed(pointer));
+    core::Status status = engine().free_completed(pointer);
+    if (core::ok(status)) ipc::allocation_freed(dptr);
+    return to_cuda(status);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }

@@ -1,17 +1,20 @@
-// Pools: create and destroy, access, trim, the default and current pools of each location, and
-// the four IPC calls (not supported yet: streampool's pools report no exportable handle types).
+// Pools: create and destroy, access, trim, and the default and current pools of each location (the
+// IPC calls are in ipc_hooks.cpp).
 //
 // cuMemPoolCreate validates as the driver does (driver-behaviour.md): zeroed props, NULL arguments,
 // a device that does not exist, a non-zero reserved byte -> CUDA_ERROR_INVALID_VALUE; plus the spec's
-// rules for host, host-NUMA and managed pools. Handle types other than none -> CUDA_ERROR_NOT_SUPPORTED
-// (consistent with CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 0), and so is the
-// hardware-decompress usage bit.
+// rules for host, host-NUMA (a node the machine has) and managed pools. Handle types other than none
+// and POSIX_FILE_DESCRIPTOR -> CUDA_ERROR_NOT_SUPPORTED (consistent with
+// CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES), and so is the hardware-decompress usage bit.
+// A pool with POSIX_FILE_DESCRIPTOR is backed by shareable physical memory (ipc.hpp).
 #include <algorithm>
 #include <cstdint>
 
 #include "call_counters.hpp"
 #include "core/sizes.hpp"
 #include "driver/device_context.hpp"
+#include "driver/numa_nodes.hpp"
+#include "ipc.hpp"
 #include "process_state.hpp"
 #include "driver/vmm_backing.hpp"
 #include "raw_enum.hpp"
@@ -19,8 +22,6 @@
 namespace streampool::interpose {
 
 namespace {
-
-using Shared = PoolDirectory::Shared;
 
 core::Pool* pool_of(CUmemoryPool handle) noexcept { return reinterpret_cast<core::Pool*>(handle); }
 CUmemoryPool handle_of(core::Pool* pool) noexcept { return reinterpret_cast<CUmemoryPool>(pool); }
@@ -83,7 +84,7 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
         out->location_id = 0;  // ignored for Host
         break;
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        if (in.location.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        if (!driver::host_numa_node_exists(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         out->kind = core::PoolKind::pinned_host;
         break;
       default:  // None, HostNumaCurrent, anything else
@@ -94,12 +95,13 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
     switch (location_type) {
       case CU_MEM_LOCATION_TYPE_NONE:
       case CU_MEM_LOCATION_TYPE_HOST:
+        out->location_id = 0;  // no id for these locations
         break;
       case CU_MEM_LOCATION_TYPE_DEVICE:
         if (!driver::valid_device(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         break;
       case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        if (in.location.id < 0) return CUDA_ERROR_INVALID_VALUE;
+        if (!driver::host_numa_node_exists(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         break;
       default:
         return CUDA_ERROR_INVALID_VALUE;
@@ -124,11 +126,20 @@ CUresult pool_create(CUmemoryPool* pool_out, const CUmemPoolProps* pool_props) n
     CUresult result = props_from(*pool_props, &props);
     if (result != CUDA_SUCCESS) return result;
     std::unique_ptr<core::Backing> backing;
-    core::Status status = driver::make_backing(props, &backing);
+    std::shared_ptr<driver::GranuleTable> granules;  // exportable pools only
+    core::Status status = props.handle_types != 0 ? driver::make_exportable_backing(props, &granules, &backing)
+                                                  : driver::make_backing(props, &backing);
     if (!core::ok(status)) return to_cuda(status);
     core::Pool* pool = nullptr;
     status = engine().create_pool(props, std::move(backing), &pool);
     if (!core::ok(status)) return to_cuda(status);
+    if (granules != nullptr) {
+      result = ipc::register_exportable(pool, props, std::move(granules));
+      if (result != CUDA_SUCCESS) {
+        (void)engine().destroy_pool(pool);
+        return result;
+      }
+    }
     *pool_out = handle_of(pool);
     return CUDA_SUCCESS;
   } catch (...) {
@@ -142,8 +153,12 @@ CUresult pool_destroy(CUmemoryPool handle) noexcept {
   if (bypass(scope)) return forward(driver::real().cuMemPoolDestroy, handle);
   try {
     core::Pool* pool = pool_of(handle);
-    if (!engine().is_pool(pool) || pools().is_default(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (!engine().is_pool(pool) || pools().is_default(pool) || location_pools().is_default(pool)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     pools().forget(pool);  // destroying a current pool makes the default current again
+    location_pools().forget(pool);
+    ipc::pool_destroyed(pool);  // an exported pool stops answering importers; an imported one closes
     return to_cuda(engine().destroy_pool(pool));
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
@@ -233,63 +248,67 @@ CUresult pool_trim_to(CUmemoryPool handle, size_t min_bytes_to_keep) noexcept {
 
 // --- default and current pools -----------------------------------------------------------------
 
-enum class Place { device, host, managed, invalid };
+// Which default/current slot a (location, allocation type) pair names, per the spec of
+// cuMemGetMemPool: a device's pinned pools (PoolDirectory), or a host or managed location
+// (LocationPools). Both are the ints the program passed; a value the spec does not list, a device
+// that does not exist or a NUMA node the machine lacks names no slot.
+struct Slot {
+  bool valid = false;
+  bool device = false;  // a device's pinned pools: location_id is the device
+  LocationPools::Place place;
+};
 
-// Which directory entry a (location, allocation type) pair names, per the spec of cuMemGetMemPool.
-// Both are the ints the program passed (any value: an unknown one names no entry).
-Place place_of(int location_type, int location_id, int allocation_type) noexcept {
-  if (allocation_type == CU_MEM_ALLOCATION_TYPE_PINNED) {
-    switch (location_type) {
-      case CU_MEM_LOCATION_TYPE_DEVICE:
-        return Place::device;
-      case CU_MEM_LOCATION_TYPE_HOST:
-      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        return Place::host;
-      default:
-        return Place::invalid;
-    }
+Slot slot_of(int location_type, int location_id, int allocation_type) noexcept {
+  Slot slot;
+  const bool pinned = allocation_type == CU_MEM_ALLOCATION_TYPE_PINNED;
+  const bool managed = allocation_type == CU_MEM_ALLOCATION_TYPE_MANAGED;
+  if (!pinned && !managed) return slot;
+  switch (location_type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      if (!driver::valid_device(location_id)) return slot;
+      slot.device = pinned;
+      break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+      location_id = 0;  // ignored for Host
+      break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      if (!driver::host_numa_node_exists(location_id)) return slot;
+      break;
+    case CU_MEM_LOCATION_TYPE_NONE:
+      if (!managed) return slot;
+      location_id = 0;
+      break;
+    default:  // HostNumaCurrent, anything else
+      return slot;
   }
-  if (allocation_type == CU_MEM_ALLOCATION_TYPE_MANAGED) {
-    switch (location_type) {
-      case CU_MEM_LOCATION_TYPE_NONE:
-      case CU_MEM_LOCATION_TYPE_HOST:
-      case CU_MEM_LOCATION_TYPE_HOST_NUMA:
-        return Place::managed;
-      case CU_MEM_LOCATION_TYPE_DEVICE:
-        return driver::valid_device(location_id) ? Place::managed : Place::invalid;
-      default:
-        return Place::invalid;
-    }
-  }
-  return Place::invalid;
+  slot.valid = true;
+  slot.place = LocationPools::Place{allocation_type, location_type, location_id};
+  return slot;
 }
 
-// `current`: the pool made current for the place (its default until one is set), else its default.
-CUresult device_pool(CUdevice device, bool current, core::Pool** pool) noexcept {
-  return current ? pools().device_current(device, pool) : pools().device_default(device, pool);
-}
-
-CUresult shared_pool(Shared which, bool current, core::Pool** pool) noexcept {
-  return current ? pools().shared_current(which, pool) : pools().shared_default(which, pool);
+// Whether `props` describe a pool that may be current for `slot`: the same allocation type and
+// location (the id too, where the location has one).
+bool pool_fits(const core::PoolProps& props, const Slot& slot) noexcept {
+  if (props.allocation_type != slot.place.allocation_type || props.location_type != slot.place.location_type) {
+    return false;
+  }
+  const bool has_id = slot.place.location_type == CU_MEM_LOCATION_TYPE_DEVICE ||
+                      slot.place.location_type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  return !has_id || props.location_id == slot.place.location_id;
 }
 
 CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, int allocation_type, bool current) {
   if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const Slot slot = slot_of(raw_enum(location->type), location->id, allocation_type);
+  if (!slot.valid) return CUDA_ERROR_INVALID_VALUE;
   core::Pool* pool = nullptr;
   CUresult result = CUDA_ERROR_INVALID_VALUE;
-  switch (place_of(raw_enum(location->type), location->id, allocation_type)) {
-    case Place::device:
-      if (!driver::valid_device(location->id)) return CUDA_ERROR_INVALID_VALUE;
-      result = device_pool(location->id, current, &pool);
-      break;
-    case Place::host:
-      result = shared_pool(Shared::host, current, &pool);
-      break;
-    case Place::managed:
-      result = shared_pool(Shared::managed, current, &pool);
-      break;
-    case Place::invalid:
-      return CUDA_ERROR_INVALID_VALUE;
+  if (slot.device) {
+    const CUdevice device = slot.place.location_id;
+    result = current ? pools().device_current(device, &pool) : pools().device_default(device, &pool);
+  } else {
+    result = current ? location_pools().current_pool(slot.place, &pool)
+                     : location_pools().default_pool(slot.place, &pool);
   }
   if (result == CUDA_SUCCESS) *pool_out = handle_of(pool);
   return result;
@@ -320,26 +339,12 @@ CUresult mem_set_pool(CUmemLocation* location, int allocation_type, CUmemoryPool
   try {
     core::Pool* pool = pool_of(handle);
     if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
-    const core::PoolProps& props = engine().props(pool);
-    const int location_type = raw_enum(location->type);
+    if (ipc::is_imported_pool(pool)) return CUDA_ERROR_INVALID_VALUE;  // it cannot allocate
+    const Slot slot = slot_of(raw_enum(location->type), location->id, allocation_type);
     // The pool must match the location and allocation type it is made current for.
-    if (props.allocation_type != allocation_type) return CUDA_ERROR_INVALID_VALUE;
-    switch (place_of(location_type, location->id, allocation_type)) {
-      case Place::device:
-        if (props.kind != core::PoolKind::device || props.location_id != location->id) return CUDA_ERROR_INVALID_VALUE;
-        return pools().set_device_current(location->id, pool);
-      case Place::host:
-        if (props.kind != core::PoolKind::pinned_host || props.location_type != location_type) {
-          return CUDA_ERROR_INVALID_VALUE;
-        }
-        return pools().set_shared_current(Shared::host, pool);
-      case Place::managed:
-        if (props.kind != core::PoolKind::managed) return CUDA_ERROR_INVALID_VALUE;
-        return pools().set_shared_current(Shared::managed, pool);
-      case Place::invalid:
-        break;
-    }
-    return CUDA_ERROR_INVALID_VALUE;
+    if (!slot.valid || !pool_fits(engine().props(pool), slot)) return CUDA_ERROR_INVALID_VALUE;
+    if (slot.device) return pools().set_device_current(slot.place.location_id, pool);
+    return location_pools().set_current(slot.place, pool);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
   }
@@ -375,7 +380,7 @@ CUresult device_set_pool(CUdevice device, CUmemoryPool handle) noexcept {
   try {
     if (!driver::valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
     core::Pool* pool = pool_of(handle);
-    if (!engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (!engine().is_pool(pool) || ipc::is_imported_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
     const core::PoolProps& props = engine().props(pool);
     if (props.kind != core::PoolKind::device || props.location_id != device) return CUDA_ERROR_INVALID_VALUE;
     return pools().set_device_current(device, pool);
@@ -430,47 +435,4 @@ STREAMPOOL_HOOK CUresult cuMemGetMemPool(CUmemoryPool* pool, CUmemLocation* loca
 
 STREAMPOOL_HOOK CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
   return sp::mem_set_pool(location, sp::raw_enum(type), pool);
-}
-
-// --- IPC: not implemented yet ----------------------------------------------------------------------
-// Pools report no exportable handle types, so a program that checks (as RMM and cudart do) never
-// asks; one that asks anyway is told CUDA_ERROR_NOT_SUPPORTED. Pass-through mode forwards them.
-
-STREAMPOOL_HOOK CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool,
-                                                          CUmemAllocationHandleType handleType,
-                                                          unsigned long long flags) {
-  sp::count_call(Hook::cuMemPoolExportToShareableHandle);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) {
-    return sp::forward(sp::as_int_abi(streampool::driver::real().cuMemPoolExportToShareableHandle), handle_out, pool,
-                       sp::raw_enum(handleType), flags);
-  }
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-STREAMPOOL_HOOK CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
-                                                            CUmemAllocationHandleType handleType,
-                                                            unsigned long long flags) {
-  sp::count_call(Hook::cuMemPoolImportFromShareableHandle);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) {
-    return sp::forward(sp::as_int_abi(streampool::driver::real().cuMemPoolImportFromShareableHandle), pool_out, handle,
-                       sp::raw_enum(handleType), flags);
-  }
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-STREAMPOOL_HOOK CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
-  sp::count_call(Hook::cuMemPoolExportPointer);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) return sp::forward(streampool::driver::real().cuMemPoolExportPointer, shareData_out, ptr);
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-STREAMPOOL_HOOK CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool,
-                                                CUmemPoolPtrExportData* shareData) {
-  sp::count_call(Hook::cuMemPoolImportPointer);
-  sp::HookScope scope;
-  if (sp::bypass(scope)) return sp::forward(streampool::driver::real().cuMemPoolImportPointer, ptr_out, pool, shareData);
-  return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -47,23 +47,6 @@ core::PoolProps device_pool_props(CUdevice device) noexcept {
   return props;
 }
 
-core::PoolProps shared_pool_props(PoolDirectory::Shared which) noexcept {
-  core::PoolProps props;
-  if (which == PoolDirectory::Shared::host) {
-    props.kind = core::PoolKind::pinned_host;
-    props.allocation_type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location_type = CU_MEM_LOCATION_TYPE_HOST;
-  } else {
-    props.kind = core::PoolKind::managed;
-    props.allocation_type = CU_MEM_ALLOCATION_TYPE_MANAGED;
-    props.location_type = CU_MEM_LOCATION_TYPE_NONE;
-  }
-  props.location_id = 0;
-  return props;
-}
-
-unsigned index_of(PoolDirectory::Shared which) noexcept { return which == PoolDirectory::Shared::host ? 0 : 1; }
-
 }  // namespace
 
 namespace detail {
@@ -156,40 +139,9 @@ CUresult PoolDirectory::set_device_current(CUdevice device, core::Pool* pool) no
   return CUDA_SUCCESS;
 }
 
-CUresult PoolDirectory::shared_default(Shared which, core::Pool** pool) noexcept {
-  unsigned index = index_of(which);
-  core::Pool* existing = shared_default_[index].load(std::memory_order_acquire);
-  if (existing != nullptr) {
-    *pool = existing;
-    return CUDA_SUCCESS;
-  }
-  return create_default(shared_pool_props(which), shared_default_[index], shared_current_[index], pool);
-}
-
-CUresult PoolDirectory::shared_current(Shared which, core::Pool** pool) noexcept {
-  core::Pool* current = shared_current_[index_of(which)].load(std::memory_order_acquire);
-  if (current != nullptr) {
-    *pool = current;
-    return CUDA_SUCCESS;
-  }
-  return shared_default(which, pool);
-}
-
-CUresult PoolDirectory::set_shared_current(Shared which, core::Pool* pool) noexcept {
-  core::Pool* ignored = nullptr;
-  CUresult result = shared_default(which, &ignored);
-  if (result != CUDA_SUCCESS) return result;
-  shared_current_[index_of(which)].store(pool, std::memory_order_release);
-  driver::invalidate_routes();
-  return CUDA_SUCCESS;
-}
-
 bool PoolDirectory::is_default(const core::Pool* pool) const noexcept {
   if (pool == nullptr) return false;
   for (const auto& slot : device_default_) {
-    if (slot.load(std::memory_order_acquire) == pool) return true;
-  }
-  for (const auto& slot : shared_default_) {
     if (slot.load(std::memory_order_acquire) == pool) return true;
   }
   return false;
@@ -201,11 +153,6 @@ void PoolDirectory::forget(const core::Pool* pool) noexcept {
     core::Pool* expected = const_cast<core::Pool*>(pool);
     was_current |= device_current_[device].compare_exchange_strong(
         expected, device_default_[device].load(std::memory_order_acquire), std::memory_order_acq_rel);
-  }
-  for (unsigned index = 0; index < 2; ++index) {
-    core::Pool* expected = const_cast<core::Pool*>(pool);
-    was_current |= shared_current_[index].compare_exchange_strong(
-        expected, shared_default_[index].load(std::memory_order_acquire), std::memory_order_acq_rel);
   }
   if (was_current) driver::invalidate_routes();
 }

@@ -15,16 +15,16 @@
 #include "driver/event_ordering.hpp"
 #include "driver/settings.hpp"
 #include "core/engine.hpp"
+#include "location_pools.hpp"
 #include "reentry_guard.hpp"
 
 namespace streampool::interpose {
 
-// Default and current pools: one pair per device (pinned device memory), one for pinned host memory
-// (Host and HostNuma locations) and one for managed memory. Defaults are created on first request.
+// Default and current pools of each device's pinned memory (those of host and managed locations are
+// LocationPools'). Defaults are created on first request.
 class PoolDirectory {
  public:
   static constexpr int kMaxDevices = 64;
-  enum class Shared { host, managed };
 
   explicit PoolDirectory(core::Engine& engine) noexcept : engine_(engine) {}
 
@@ -43,10 +43,6 @@ class PoolDirectory {
   CUresult device_default(CUdevice device, core::Pool** pool) noexcept;
   CUresult set_device_current(CUdevice device, core::Pool* pool) noexcept;
 
-  CUresult shared_default(Shared which, core::Pool** pool) noexcept;
-  CUresult shared_current(Shared which, core::Pool** pool) noexcept;
-  CUresult set_shared_current(Shared which, core::Pool* pool) noexcept;
-
   bool is_default(const core::Pool* pool) const noexcept;
   // A pool is being destroyed: wherever it was current, the default becomes current again.
   void forget(const core::Pool* pool) noexcept;
@@ -59,14 +55,13 @@ class PoolDirectory {
   std::mutex create_mutex_;
   std::atomic<core::Pool*> device_default_[kMaxDevices]{};
   std::atomic<core::Pool*> device_current_[kMaxDevices]{};
-  std::atomic<core::Pool*> shared_default_[2]{};
-  std::atomic<core::Pool*> shared_current_[2]{};
 };
 
 struct ProcessState {
   driver::EventOrdering ordering;
   core::Engine engine{ordering};
   PoolDirectory pools{engine};
+  LocationPools location_pools{engine};  // host and managed locations (location_pools.hpp)
   // The state a forked child abandoned before this one was made: kept reachable, so that a leak
   // checker does not report at the child's exit what was abandoned on purpose.
   ProcessState* abandoned_before_fork = nullptr;
@@ -84,6 +79,7 @@ inline ProcessState& state() noexcept {
 }
 inline core::Engine& engine() noexcept { return state().engine; }
 inline PoolDirectory& pools() noexcept { return state().pools; }
+inline LocationPools& location_pools() noexcept { return state().location_pools; }
 // The state if it exists, without creating it (reports, exit paths).
 inline ProcessState* existing_state() noexcept {
   return detail::process_state.load(std::memory_order_acquire);

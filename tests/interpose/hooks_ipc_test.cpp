@@ -1,0 +1,526 @@
+// Pools shared between processes (cuMemPoolExportToShareableHandle and the three other IPC calls),
+// between real processes: this test is the exporter; DISABLED_IpcImporter.Run, run as a child
+// (fork + exec of this program), is the importer. The pool's descriptor and the export data go to
+// the child over a unix socket (SCM_RIGHTS), and the child's findings come back the same way.
+// The fake driver's VMM memory is memfd-backed, so both processes see the same bytes.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "hooks_test_api.hpp"
+
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr int kMaxBlobs = 4;
+
+// What the exporter asks of the importer.
+enum ImportFlags : int {
+  kImportTwice = 1,         // import each pointer a second time while the first is live
+  kCrashAfterImport = 2,    // abort() once everything is imported, freeing nothing
+  kWrongHandleType = 4,     // also try the import with a handle type other than POSIX fd
+};
+
+struct Order {
+  int count = 0;
+  int flags = 0;
+  unsigned char fill[kMaxBlobs] = {};  // what each allocation holds (verified, then overwritten)
+  unsigned long long bytes[kMaxBlobs] = {};  // each allocation's size
+  unsigned char data[kMaxBlobs][64] = {};
+};
+
+struct Report {
+  int import_pool = -1;
+  int wrong_handle_type = -1;
+  int import_pointer[kMaxBlobs] = {-1, -1, -1, -1};
+  int import_again[kMaxBlobs] = {-1, -1, -1, -1};
+  int verified[kMaxBlobs] = {};  // 1: the bytes were the exporter's fill
+  int last_byte[kMaxBlobs] = {};  // the allocation's last byte, as the importer reads it
+  int free_pointer[kMaxBlobs] = {-1, -1, -1, -1};
+  int allocate_from_imported = -1;
+  int set_as_device_pool = -1;
+  int export_imported = -1;
+  int export_handle_types = -1;
+  unsigned long long mapped_after_refusals = 0;  // the fake's mapped bytes after every refused import
+  unsigned long long mapped_at_start = 0;
+  unsigned long long physical_imports = 0;  // the fake's cuMemImportFromShareableHandle calls
+};
+
+unsigned long long fake_mapped_bytes() {
+  using Live = void (*)(unsigned long long*, unsigned long long*, unsigned long long*, unsigned long long*);
+  auto live = reinterpret_cast<Live>(dlsym(hooks_test::fake_driver(), "streampool_fake_vmm_live"));
+  unsigned long long mapped = 0;
+  if (live != nullptr) live(nullptr, &mapped, nullptr, nullptr);
+  return mapped;
+}
+
+bool send_with_fd(int socket, const void* bytes, size_t size, int fd) {
+  iovec part{const_cast<void*>(bytes), size};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+  }
+  return sendmsg(socket, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
+}
+
+bool receive_with_fd(int socket, void* bytes, size_t size, int* fd) {
+  iovec part{bytes, size};
+  msghdr message{};
+  message.msg_iov = &part;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  if (recvmsg(socket, &message, MSG_WAITALL) != static_cast<ssize_t>(size)) return false;
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  if (fd != nullptr) {
+    *fd = -1;
+    if (header != nullptr && header->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(header), sizeof *fd);
+  }
+  return true;
+}
+
+class IpcHooks : public hooks_test::DriverTest {
+ protected:
+  CUmemoryPool create_pool(CUmemAllocationHandleType handle_types,
+                           CUmemLocationType location_type = CU_MEM_LOCATION_TYPE_DEVICE, int location_id = 0) {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = location_type;
+    props.location.id = location_type == CU_MEM_LOCATION_TYPE_DEVICE ? device : location_id;
+    props.handleTypes = handle_types;
+    CUmemoryPool pool = nullptr;
+    EXPECT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);
+    return pool;
+  }
+
+  int export_pool(CUmemoryPool pool) {
+    int fd = -1;
+    EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+              CUDA_SUCCESS);
+    return fd;
+  }
+
+  CUdeviceptr allocate_filled(CUmemoryPool pool, size_t bytes, unsigned char fill) {
+    CUdeviceptr pointer = 0;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, bytes, pool, stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemsetD8Async)(pointer, fill, bytes, stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    return pointer;
+  }
+
+  CUmemPoolPtrExportData export_pointer(CUdeviceptr pointer) {
+    CUmemPoolPtrExportData data{};
+    EXPECT_EQ(SP(cuMemPoolExportPointer)(&data, pointer), CUDA_SUCCESS);
+    return data;
+  }
+
+  // The size of a live allocation, as the pointer queries report it.
+  static unsigned long long size_of(const CUmemPoolPtrExportData& data) {
+    unsigned long long bytes = 0;
+    std::memcpy(&bytes, data.reserved + 24, sizeof bytes);  // streampool's layout; 0 for others
+    return bytes;
+  }
+
+  unsigned char first_byte(CUdeviceptr pointer) {
+    unsigned char byte = 0;
+    EXPECT_EQ(SP(cuMemcpyDtoH_v2)(&byte, pointer, 1), CUDA_SUCCESS);
+    return byte;
+  }
+
+  // Runs the importer child on `pool_fd` with the given export data; its report, and its exit
+  // status in *status (-1: it did not exit normally).
+  Report run_importer(int pool_fd, const std::vector<CUmemPoolPtrExportData>& data,
+                      const std::vector<unsigned char>& fills, int flags, int* status = nullptr) {
+    Report report;
+    int ends[2] = {-1, -1};
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+    Order order;
+    order.count = static_cast<int>(data.size());
+    order.flags = flags;
+    for (size_t i = 0; i < data.size(); ++i) {
+      std::memcpy(order.data[i], data[i].reserved, 64);
+      order.fill[i] = fills[i];
+      order.bytes[i] = size_of(data[i]);
+    }
+    EXPECT_TRUE(send_with_fd(ends[0], &order, sizeof order, pool_fd));  // buffered until the child reads
+    const int child_end = dup(ends[1]);  // without close-on-exec: the child inherits it
+    const int exit_status = hooks_test::run_child_test(
+        "DISABLED_IpcImporter.Run", {"STREAMPOOL_TEST_IPC_SOCKET=" + std::to_string(child_end)});
+    close(child_end);
+    close(ends[1]);
+    if (status != nullptr) *status = exit_status;
+    if (exit_status == 0) {
+      EXPECT_TRUE(receive_with_fd(ends[0], &report, sizeof report, nullptr));
+    }
+    close(ends[0]);
+    return report;
+  }
+};
+
+TEST_F(IpcHooks, DeviceReportsPosixFileDescriptorPoolHandles) {
+  int handle_types = 0;
+  ASSERT_EQ(SP(cuDeviceGetAttribute)(&handle_types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device),
+            CUDA_SUCCESS);
+  EXPECT_EQ(handle_types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+}
+
+TEST_F(IpcHooks, ExportablePoolReportsItsHandleTypes) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EXPECT_EQ(static_cast<int>(pool_attribute(pool, 10) & 0xffffffffu), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, FabricAndWin32PoolsAreNotSupported) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  CUmemoryPool pool = nullptr;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+  EXPECT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+  props.handleTypes = CU_MEM_HANDLE_TYPE_WIN32;
+  EXPECT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(IpcHooks, ExportRefusesHandleTypesThePoolWasNotCreatedWith) {
+  CUmemoryPool plain = create_pool(CU_MEM_HANDLE_TYPE_NONE);
+  CUmemoryPool exportable = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  int fd = -1;
+
+  EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&fd, exportable, CU_MEM_HANDLE_TYPE_WIN32, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&fd, exportable, CU_MEM_HANDLE_TYPE_FABRIC, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&fd, exportable, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(nullptr, exportable, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(plain), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(exportable), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, ExportPointerRefusesPointersOfPoolsThatAreNotExportable) {
+  CUmemoryPool plain = create_pool(CU_MEM_HANDLE_TYPE_NONE);
+  CUdeviceptr pointer = allocate_filled(plain, kMiB, 1);
+  CUmemPoolPtrExportData data{};
+
+  EXPECT_EQ(SP(cuMemPoolExportPointer)(&data, pointer), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(plain), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, AChildProcessImportsReadsAndWritesTheExportersMemory) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr small = allocate_filled(pool, 3 * kMiB + 100, 0x5a);
+  CUdeviceptr large = allocate_filled(pool, 40 * kMiB, 0x3c);  // spans several physical allocations
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {export_pointer(small), export_pointer(large)}, {0x5a, 0x3c}, 0);
+
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.import_pointer[1], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(report.verified[1], 1);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[1], CUDA_SUCCESS);
+  EXPECT_EQ(first_byte(small), 0xa0);  // the child's write-back
+  EXPECT_EQ(first_byte(large), 0xa1);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(small, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFreeAsync)(large, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// 75 physical allocations (granule by granule growth) under one allocation: more than one batch
+// of descriptors (64) crosses the socket, and the importer maps them back to back.
+TEST_F(IpcHooks, AnAllocationOverManyPhysicalAllocationsIsImportedWhole) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr parts[3] = {};
+  for (CUdeviceptr& part : parts) part = allocate_filled(pool, 50 * kMiB, 0);  // each grows 25 granules
+  for (CUdeviceptr part : parts) ASSERT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
+  CUdeviceptr whole = allocate_filled(pool, 150 * kMiB, 0x29);
+  ASSERT_EQ(whole, parts[0]);  // the three freed ranges, coalesced, serve it
+  ASSERT_EQ(SP(cuMemsetD8_v2)(whole + 150 * kMiB - 1, 0x2a, 1), CUDA_SUCCESS);  // the last byte differs
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {export_pointer(whole)}, {0x29}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(report.last_byte[0], 0x2a);
+  EXPECT_EQ(report.physical_imports, 75u);
+  EXPECT_EQ(first_byte(whole), 0xa0);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(whole, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, AHostNumaPoolIsSharedToo) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x77);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x77}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(*reinterpret_cast<unsigned char*>(pointer), 0xa0);  // host memory: the CPU reads it directly
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, AnImportedPoolCannotAllocateNorBeExportedNorBecomeCurrent) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {}, {}, kWrongHandleType);
+
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  EXPECT_EQ(report.wrong_handle_type, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.allocate_from_imported, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.set_as_device_pool, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.export_imported, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.export_handle_types, 0);
+  close(fd);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// Export data altered in any byte: the tag, the address, the size, the generation, the zero tail.
+TEST_F(IpcHooks, ForgedExportDataIsRefusedAndMapsNothing) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, 4 * kMiB, 0x11);
+  const CUmemPoolPtrExportData genuine = export_pointer(pointer);
+  std::vector<CUmemPoolPtrExportData> forged(kMaxBlobs, genuine);
+  forged[0].reserved[40] ^= 1;                 // the tag
+  forged[1].reserved[16] = static_cast<unsigned char>(forged[1].reserved[16] + 0x40);  // the address, 64 bytes on
+  forged[2].reserved[24] ^= 0x80;              // the size
+  forged[3].reserved[32] ^= 1;                 // the generation
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, forged, {0x11, 0x11, 0x11, 0x11}, 0);
+
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  for (int i = 0; i < kMaxBlobs; ++i) EXPECT_EQ(report.import_pointer[i], CUDA_ERROR_INVALID_VALUE) << i;
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, TruncatedOrZeroedExportDataIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x22);
+  const CUmemPoolPtrExportData genuine = export_pointer(pointer);
+  CUmemPoolPtrExportData first_half{};
+  std::memcpy(first_half.reserved, genuine.reserved, 32);  // only the first 32 bytes arrived
+  CUmemPoolPtrExportData tail_set = genuine;
+  tail_set.reserved[63] = 1;
+  const CUmemPoolPtrExportData zeroed{};
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {first_half, tail_set, zeroed}, {0x22, 0x22, 0x22}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.import_pointer[1], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.import_pointer[2], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// Data of a freed allocation is stale, also once a new allocation took the same address.
+TEST_F(IpcHooks, DataOfAFreedAllocationIsRefusedEvenWhenItsAddressIsReused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr freed = allocate_filled(pool, kMiB, 0x33);
+  const CUmemPoolPtrExportData stale = export_pointer(freed);
+  ASSERT_EQ(SP(cuMemFreeAsync)(freed, stream), CUDA_SUCCESS);
+  CUdeviceptr reused = allocate_filled(pool, kMiB, 0x44);
+  ASSERT_EQ(reused, freed);  // same stream: the freed block is reused at once
+  const CUmemPoolPtrExportData fresh = export_pointer(reused);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {stale, fresh}, {0x33, 0x44}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.import_pointer[1], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[1], 1);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(reused, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, DataOfADestroyedPoolIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x55);
+  const CUmemPoolPtrExportData data = export_pointer(pointer);
+  const int fd = export_pool(pool);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);  // the allocation stays live
+
+  Report report = run_importer(fd, {data}, {0x55}, 0);
+
+  EXPECT_NE(report.import_pool, CUDA_SUCCESS);
+  EXPECT_EQ(report.import_pointer[0], -1);  // nothing to import into
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+}
+
+// Replays: the same data a second time while imported, and one pool's data offered to another.
+TEST_F(IpcHooks, ReplayedDataIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUmemoryPool other = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x66);
+  CUdeviceptr others = allocate_filled(other, kMiB, 0x67);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {export_pointer(pointer), export_pointer(others)}, {0x66, 0x67}, kImportTwice);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.import_again[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.import_pointer[1], CUDA_ERROR_INVALID_VALUE);  // another pool's data
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFreeAsync)(others, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(other), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, AnImporterThatCrashesLeavesTheExporterIntact) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, 2 * kMiB, 0x12);
+  const CUmemPoolPtrExportData data = export_pointer(pointer);
+  const int fd = export_pool(pool);
+  const std::uint64_t used_before = pool_attribute(pool, 7);
+  const std::uint64_t reserved_before = pool_attribute(pool, 5);
+
+  int crashed_status = 0;
+  (void)run_importer(fd, {data}, {0x12}, kCrashAfterImport, &crashed_status);
+  Report next = run_importer(fd, {data}, {0xa0}, 0);  // sees the crashed child's write-back
+
+  EXPECT_EQ(crashed_status, -1);
+  EXPECT_EQ(pool_attribute(pool, 7), used_before);
+  EXPECT_EQ(pool_attribute(pool, 5), reserved_before);
+  EXPECT_EQ(next.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(next.verified[0], 1);
+  close(fd);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(IpcHooks, ImportRefusesDescriptorsThatAreNotAnExportedPool) {
+  CUmemoryPool pool = nullptr;
+  int pipe_ends[2] = {-1, -1};
+  ASSERT_EQ(pipe(pipe_ends), 0);
+  int silent[2] = {-1, -1};
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, silent), 0);
+  auto as_handle = [](int fd) { return reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)); };
+
+  EXPECT_EQ(SP(cuMemPoolImportFromShareableHandle)(&pool, as_handle(pipe_ends[0]),
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolImportFromShareableHandle)(&pool, as_handle(silent[0]),
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolImportFromShareableHandle)(&pool, as_handle(-1), CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuMemPoolImportFromShareableHandle)(&pool, as_handle(pipe_ends[0]), CU_MEM_HANDLE_TYPE_FABRIC, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(pool, nullptr);
+  for (int fd : {pipe_ends[0], pipe_ends[1], silent[0], silent[1]}) close(fd);
+}
+
+// --- the importer, run as a child by run_importer ---
+
+void import_everything(int socket) {
+  Order order;
+  int pool_fd = -1;
+  ASSERT_TRUE(receive_with_fd(socket, &order, sizeof order, &pool_fd));
+  Report report;
+  report.mapped_at_start = fake_mapped_bytes();
+  CUmemoryPool pool = nullptr;
+  void* handle = reinterpret_cast<void*>(static_cast<std::intptr_t>(pool_fd));
+  if (order.flags & kWrongHandleType) {
+    report.wrong_handle_type = SP(cuMemPoolImportFromShareableHandle)(&pool, handle, CU_MEM_HANDLE_TYPE_WIN32, 0);
+  }
+  report.import_pool = SP(cuMemPoolImportFromShareableHandle)(&pool, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  close(pool_fd);  // as cuda-samples' importer does: the imported pool keeps what it needs
+  std::array<CUdeviceptr, kMaxBlobs> imported{};
+  if (report.import_pool == CUDA_SUCCESS) {
+    CUstream stream = nullptr;
+    ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    CUdeviceptr allocated = 0;
+    report.allocate_from_imported = SP(cuMemAllocFromPoolAsync)(&allocated, kMiB, pool, stream);
+    report.set_as_device_pool = SP(cuDeviceSetMemPool)(0, pool);
+    int exported_fd = -1;
+    report.export_imported =
+        SP(cuMemPoolExportToShareableHandle)(&exported_fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    int handle_types = -1;
+    if (SP(cuMemPoolGetAttribute)(pool, static_cast<CUmemPool_attribute>(10), &handle_types) == CUDA_SUCCESS) {
+      report.export_handle_types = handle_types;
+    }
+    for (int i = 0; i < order.count; ++i) {
+      CUmemPoolPtrExportData data{};
+      std::memcpy(data.reserved, order.data[i], 64);
+      report.import_pointer[i] = SP(cuMemPoolImportPointer)(&imported[i], pool, &data);
+      if (report.import_pointer[i] != CUDA_SUCCESS) continue;
+      if (order.flags & kImportTwice) {
+        CUdeviceptr again = 0;
+        report.import_again[i] = SP(cuMemPoolImportPointer)(&again, pool, &data);
+      }
+      unsigned char first = 0;
+      report.verified[i] = SP(cuMemcpyDtoH_v2)(&first, imported[i], 1) == CUDA_SUCCESS && first == order.fill[i];
+      unsigned char last = 0;
+      if (order.bytes[i] > 0 && SP(cuMemcpyDtoH_v2)(&last, imported[i] + order.bytes[i] - 1, 1) == CUDA_SUCCESS) {
+        report.last_byte[i] = last;
+      }
+      EXPECT_EQ(SP(cuMemsetD8_v2)(imported[i], static_cast<unsigned char>(0xa0 + i), 1), CUDA_SUCCESS);
+    }
+    report.mapped_after_refusals = fake_mapped_bytes();
+    report.physical_imports = hooks_test::fake_calls("cuMemImportFromShareableHandle");
+    if (order.flags & kCrashAfterImport) std::abort();
+    for (int i = 0; i < order.count; ++i) {
+      if (report.import_pointer[i] == CUDA_SUCCESS) report.free_pointer[i] = SP(cuMemFreeAsync)(imported[i], stream);
+    }
+    EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  }
+  ASSERT_TRUE(send_with_fd(socket, &report, sizeof report, -1));
+}
+
+}  // namespace
+
+class DISABLED_IpcImporter : public hooks_test::DriverTest {};
+
+TEST_F(DISABLED_IpcImporter, Run) {
+  const char* socket = std::getenv("STREAMPOOL_TEST_IPC_SOCKET");
+  ASSERT_NE(socket, nullptr);
+  import_everything(std::atoi(socket));
+}
