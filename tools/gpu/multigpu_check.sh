@@ -167,6 +167,13 @@ fi
 
 # 5. The multi-GPU cuda-samples, last: they take what is left of the budget.
 samples_regex='^(simpleMultiGPU|MonteCarloMultiGPU|p2pBandwidthLatencyTest|simpleCUBLASXT|cudaOpenMP|topologyQuery|simpleP2P|streamOrderedAllocationP2P|conjugateGradientMultiDeviceCG|simpleCUFFT_MGPU|simpleCUFFT_2d_MGPU)(@shared)?$'
+# The two-GPU list and its sources (.gl/cuda-samples-multigpu, made with --prepare) when present;
+# else the main list, whose two-GPU samples without sources there are reported as SKIP.
+samples_env=(CORPUS_ONLY="$samples_regex")
+samples_tree=${CUDA_SAMPLES_MULTIGPU:-$repo/.gl/cuda-samples-multigpu}
+if [[ -d $samples_tree/Samples ]]; then
+  samples_env+=(CORPUS_MANIFEST="$here/cuda_samples_multigpu.txt" CUDA_SAMPLES="$samples_tree")
+fi
 if [[ $mode == fake ]]; then
   add "step samples: SKIPPED (--fake: needs GPUs)"
   echo "--fake: not run" >"$out/samples.log"
@@ -177,7 +184,7 @@ elif (($(left) < 90)); then
 else
   start=$SECONDS
   b=$(($(left) - 15))
-  CORPUS_ONLY=$samples_regex CORPUS_BUDGET=$((b - 10)) CORPUS_RUN_JOBS=1 STREAMPOOL_PRELOAD=$preload \
+  env "${samples_env[@]}" CORPUS_BUDGET=$((b - 10)) CORPUS_RUN_JOBS=1 STREAMPOOL_PRELOAD="$preload" \
     timeout -k 10 "$b" "$here/cuda_samples_corpus.sh" "$build" >"$out/samples.log" 2>&1
   rc=$?
   add "step samples: $(rc_text $rc), $((SECONDS - start)) s, $(tail -n 1 "$out/samples.log")"
