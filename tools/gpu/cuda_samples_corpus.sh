@@ -33,12 +33,12 @@
 # CORPUS_RUN_JOBS (programs run at once, default 8), CORPUS_TIMEOUT (seconds for one run, default
 # 60; a program's timeout=N in cuda_samples.txt overrides it), CORPUS_BUDGET (seconds for the
 # whole script, default 540: programs not started in time are reported as FAIL), CORPUS_ONLY (an
-# extended regex: only programs whose name matches).
+# extended regex: only programs whose name matches), CORPUS_MANIFEST (default cuda_samples.txt).
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-manifest=$here/cuda_samples.txt
+manifest=${CORPUS_MANIFEST:-$here/cuda_samples.txt}  # another list of the same format may be named
 python=${PYTHON:-python3}
 
 # The manifest, one program a line: NAME|DIR|SOURCES|LIBS|OPTIONS|ARGS (blanks trimmed), or
