@@ -1,0 +1,41 @@
+#include "trace_points.hpp"
+
+#include "process_state.hpp"
+
+namespace streampool::interpose::trace_detail {
+
+void block_of(std::uint64_t address, std::uint64_t* pool, std::uint64_t* size) noexcept {
+  *pool = 0;
+  *size = 0;
+  if (address == 0) return;
+  try {
+    HookScope scope;
+    core::BlockInfo info;
+    if (engine().lookup(reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), &info) &&
+        info.base == address) {
+      *pool = reinterpret_cast<std::uintptr_t>(info.pool);
+      *size = info.requested_bytes;
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace streampool::interpose::trace_detail
+
+namespace streampool::interpose::trace_detail {
+
+void report(trace::Op op, std::uint16_t flags, CUresult result, std::uint64_t stream, std::uint64_t pool,
+            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
+  if (trace::active()) {
+    trace::record(op, flags, static_cast<std::int32_t>(result), stream, pool, size, address, start);
+  }
+  STREAMPOOL_LOG_DEBUG("%.*s%s stream %#llx pool %#llx size %llu address %#llx -> %d",
+                       static_cast<int>(trace::op_name(static_cast<std::uint16_t>(op)).size()),
+                       trace::op_name(static_cast<std::uint16_t>(op)).data(),
+                       (flags & trace::kPerThreadVariant) != 0 ? " (per-thread)" : "",
+                       static_cast<unsigned long long>(stream), static_cast<unsigned long long>(pool),
+                       static_cast<unsigned long long>(size), static_cast<unsigned long long>(address),
+                       static_cast<int>(result));
+}
+
+}  // namespace streampool::interpose::trace_detail

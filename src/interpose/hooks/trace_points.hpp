@@ -1,0 +1,88 @@
+// Where the hooks report their events: to the trace recorder (src/trace/recorder.hpp) and, at
+// STREAMPOOL_LOG=debug, as one log line each. Each wrapper runs the hook's work as `call` and, only
+// while a trace, STREAMPOOL_TIMING or debug logging is on, times it and reports one event. Off, a
+// wrapper costs two relaxed loads. Streams are reported as the program named them.
+#pragma once
+
+#include <cstdint>
+
+#include "driver/cuda_compat.hpp"
+#include "driver/log.hpp"
+#include "driver/settings.hpp"
+#include "trace/recorder.hpp"
+
+namespace streampool::interpose {
+
+namespace trace_detail {
+inline std::uint16_t variant(bool per_thread) noexcept { return per_thread ? trace::kPerThreadVariant : 0; }
+inline std::uint64_t value_of(const void* handle) noexcept { return reinterpret_cast<std::uintptr_t>(handle); }
+// The live pool allocation at `address`: its pool and requested size (zeros when none).
+void block_of(std::uint64_t address, std::uint64_t* pool, std::uint64_t* size) noexcept;
+inline std::uint64_t start_time() noexcept { return trace::active() ? trace::now() : 0; }
+// Records the event (when the recorder is active) and logs it (at debug).
+void report(trace::Op op, std::uint16_t flags, CUresult result, std::uint64_t stream, std::uint64_t pool,
+            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept;
+}  // namespace trace_detail
+
+inline bool tracing() noexcept {
+  return (trace::active() || log::enabled(log::Level::debug)) && !driver::passthrough_requested();
+}
+
+// Any event whose fields are known before the call.
+template <class Call>
+[[gnu::always_inline]] inline CUresult traced(trace::Op op, std::uint16_t flags, const void* stream, std::uint64_t pool,
+                                              std::uint64_t size, std::uint64_t address, Call&& call) noexcept {
+  if (!tracing()) [[likely]] return call();
+  const std::uint64_t start = trace_detail::start_time();
+  const CUresult result = call();
+  trace_detail::report(op, flags, result, trace_detail::value_of(stream), pool, size, address, start);
+  return result;
+}
+
+// An allocation: the address is known after the call, the pool (for cuMemAllocAsync) by lookup.
+template <class Call>
+[[gnu::always_inline]] inline CUresult traced_alloc(trace::Op op, bool per_thread, CUdeviceptr* dptr, std::size_t bytes,
+                                                    CUmemoryPool pool, CUstream stream, Call&& call) noexcept {
+  if (!tracing()) [[likely]] return call();
+  const std::uint64_t start = trace_detail::start_time();
+  const CUresult result = call();
+  std::uint64_t address = result == CUDA_SUCCESS && dptr != nullptr ? static_cast<std::uint64_t>(*dptr) : 0;
+  std::uint64_t served_by = trace_detail::value_of(pool);
+  if (served_by == 0 && address != 0) {
+    std::uint64_t ignored = 0;
+    trace_detail::block_of(address, &served_by, &ignored);
+  }
+  trace_detail::report(op, trace_detail::variant(per_thread), result, trace_detail::value_of(stream), served_by, bytes,
+                       address, start);
+  return result;
+}
+
+// A free (stream-ordered, or cuMemFree of a pool block): the block's pool and size looked up first.
+template <class Call>
+[[gnu::always_inline]] inline CUresult traced_free(trace::Op op, bool per_thread, CUdeviceptr dptr, CUstream stream,
+                                                   Call&& call) noexcept {
+  if (!tracing()) [[likely]] return call();
+  std::uint64_t pool = 0;
+  std::uint64_t size = 0;
+  trace_detail::block_of(static_cast<std::uint64_t>(dptr), &pool, &size);
+  const std::uint64_t start = trace_detail::start_time();
+  const CUresult result = call();
+  trace_detail::report(op, trace_detail::variant(per_thread), result, trace_detail::value_of(stream), pool, size,
+                       static_cast<std::uint64_t>(dptr), start);
+  return result;
+}
+
+// A creation: the new handle (a stream, or a pool when `is_pool`) is known after the call.
+template <class Handle, class Call>
+[[gnu::always_inline]] inline CUresult traced_create(trace::Op op, std::uint16_t flags, bool is_pool, Handle* created,
+                                                     std::uint64_t size, std::uint64_t address, Call&& call) noexcept {
+  if (!tracing()) [[likely]] return call();
+  const std::uint64_t start = trace_detail::start_time();
+  const CUresult result = call();
+  const std::uint64_t handle =
+      result == CUDA_SUCCESS && created != nullptr ? trace_detail::value_of(static_cast<const void*>(*created)) : 0;
+  trace_detail::report(op, flags, result, is_pool ? 0 : handle, is_pool ? handle : 0, size, address, start);
+  return result;
+}
+
+}  // namespace streampool::interpose
