@@ -332,8 +332,11 @@ void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t strea
     if (buffer == nullptr) return;
   }
   const std::uint64_t elapsed = end > start ? end - start : 0;
-  buffer->timed_ticks.store(buffer->timed_ticks.load(std::memory_order_relaxed) + elapsed, std::memory_order_relaxed);
-  buffer->calls.store(buffer->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // Time in the allocator: its own calls, not the host synchronisations the program waits in.
+  if (op <= Op::pool_set_attribute) {
+    buffer->timed_ticks.store(buffer->timed_ticks.load(std::memory_order_relaxed) + elapsed, std::memory_order_relaxed);
+    buffer->calls.store(buffer->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   if (detail::state.load(std::memory_order_relaxed) != kRecording) return;
   std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
   if (index == kCapacity) [[unlikely]] {

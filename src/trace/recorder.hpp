@@ -66,9 +66,10 @@ int flush() noexcept;
 int stop() noexcept;
 // The file being written, "" when not recording.
 std::string current_path();
-// Nanoseconds measured inside traced calls so far, all threads together (0 when never active).
+// Nanoseconds measured inside the allocator's own calls so far (allocations, frees, pool calls; not
+// ordering calls such as synchronisations), all threads together (0 when never active).
 std::uint64_t timed_ns() noexcept;
-// Calls measured so far, all threads together.
+// The allocator calls measured so far, all threads together.
 std::uint64_t timed_calls() noexcept;
 
 // %p and %% expanded.
