@@ -64,7 +64,7 @@ typedef struct streampool_stats {
   uint64_t used_high;
   uint64_t allocation_calls;     /* cuMemAllocAsync and cuMemAllocFromPoolAsync calls (all variants) */
   uint64_t free_calls;           /* cuMemFreeAsync calls (all variants) */
-  uint64_t time_in_allocator_ns; /* measured only while tracing or with STREAMPOOL_TIMING=1, else 0 */
+  uint64_t time_in_allocator_ns; /* measured only with STREAMPOOL_TIMING=1 (streampool run sets it), else 0 */
   uint64_t timed_calls;          /* the calls time_in_allocator_ns covers */
 } streampool_stats;
 

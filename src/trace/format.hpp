@@ -32,8 +32,8 @@ static_assert(sizeof(FileHeader) == 64);
 enum class Op : std::uint16_t {
   alloc = 1,               // cuMemAllocAsync: stream, pool (the one served), size, address, result
   alloc_from_pool = 2,     // cuMemAllocFromPoolAsync: the same
-  free = 3,                // cuMemFreeAsync: stream, pool and size of the block (0 if unknown), address
-  free_completed = 4,      // cuMemFree of a pool allocation: pool, size, address
+  free = 3,                // cuMemFreeAsync: stream, address (pool and size: 0, those of its allocation)
+  free_completed = 4,      // cuMemFree of a pool allocation: address
   pool_create = 5,         // pool, size = max pool size, address = location_type << 32 | location_id, flags = kind
   pool_destroy = 6,        // pool
   pool_trim = 7,           // pool, size = bytes to keep

@@ -6,11 +6,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <new>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <signal.h>
 #include <vector>
 
 #include "driver/log.hpp"
@@ -29,21 +34,40 @@ std::uint64_t monotonic_ns() noexcept {
 
 namespace {
 
+// detail::state's bits (0: off).
 constexpr int kOff = 0;
-constexpr int kTiming = 1;
-constexpr int kRecording = 2;
+constexpr int kTiming = 1;     // each call's duration: a second time-stamp read per event
+constexpr int kRecording = 2;  // events go to the file
+
+bool recording() noexcept {
+  const int state = detail::state.load(std::memory_order_relaxed);
+  return state > 0 && (state & kRecording) != 0;  // kUnread (-1) has every bit set
+}
 constexpr std::uint32_t kCapacity = 1024;  // records per thread buffer (56 KiB)
+
+struct Chunk {
+  Record records[kCapacity];
+};
 
 struct ThreadBuffer {
   std::mutex lock;
-  std::atomic<std::uint32_t> committed{0};  // records [0, committed) are complete
+  std::atomic<std::uint32_t> committed{0};  // records [0, committed) of chunk are complete
   std::uint32_t flushed = 0;                // records [0, flushed) are written (under lock)
+  Chunk* chunk = new Chunk();               // replaced under lock when handed to the writer
   std::atomic<bool> in_use{false};
   std::uint32_t thread = 0;
   std::atomic<std::uint64_t> timed_ticks{0};  // written by the owner only
   std::atomic<std::uint64_t> calls{0};
-  Record records[kCapacity];
 };
+
+// A full chunk on its way to the file.
+struct Pending {
+  Chunk* chunk;
+  std::uint32_t from;
+  std::uint32_t count;
+};
+constexpr std::size_t kMaxPending = 64;  // beyond this (3.5 MiB) a thread writes its own chunk
+constexpr std::size_t kWakeAt = 16;      // queued chunks that wake the writer at once
 
 // Never destroyed: threads and exit handlers may record until the very end.
 struct Registry {
@@ -59,6 +83,18 @@ struct Registry {
   std::uint64_t tick0 = 0;
   double ns_per_tick = 1.0;
   bool calibrated = false;
+  // The writer thread: full chunks are written there, off the program's threads. A forked child
+  // has none (its threads write their own chunks).
+  std::mutex queue_mutex;
+  std::condition_variable work;     // a chunk was queued
+  std::condition_variable drained;  // the queue is empty and nothing is being written
+  std::deque<Pending> queue;
+  std::vector<Chunk*> spare;
+  bool writing = false;
+  bool writer_idle = false;  // waiting for work
+  bool drain_requested = false;
+  bool writer_running = false;
+  bool is_forked_child = false;  // no writer thread is started in a forked child
 };
 
 Registry& registry() {
@@ -131,7 +167,7 @@ void write_records(const Record* records, std::uint32_t count) noexcept {
 void drain(ThreadBuffer& buffer, bool owner_full) noexcept {
   std::lock_guard<std::mutex> guard(buffer.lock);
   const std::uint32_t committed = buffer.committed.load(std::memory_order_acquire);
-  if (committed > buffer.flushed) write_records(buffer.records + buffer.flushed, committed - buffer.flushed);
+  if (committed > buffer.flushed) write_records(buffer.chunk->records + buffer.flushed, committed - buffer.flushed);
   buffer.flushed = committed;
   if (owner_full) {
     buffer.flushed = 0;
@@ -141,6 +177,98 @@ void drain(ThreadBuffer& buffer, bool owner_full) noexcept {
 
 void drain_all(Registry& reg) noexcept {
   for (ThreadBuffer* buffer : reg.buffers) drain(*buffer, false);
+}
+
+void* writer_main(void*) {
+  Registry& reg = registry();
+  std::unique_lock<std::mutex> lock(reg.queue_mutex);
+  for (;;) {
+    // Woken when chunks pile up or someone waits for the file; otherwise it looks every 2 ms, so
+    // that a steady stream of chunks costs the program's threads no wake-up calls.
+    reg.writer_idle = true;
+    while (reg.queue.empty() || (reg.queue.size() < kWakeAt && !reg.drain_requested)) {
+      reg.work.wait_for(lock, std::chrono::milliseconds(2));
+      if (!reg.queue.empty()) break;
+    }
+    reg.writer_idle = false;
+    const Pending pending = reg.queue.front();
+    reg.queue.pop_front();
+    reg.writing = true;
+    lock.unlock();
+    write_records(pending.chunk->records + pending.from, pending.count);
+    lock.lock();
+    reg.spare.push_back(pending.chunk);
+    reg.writing = false;
+    if (reg.queue.empty()) reg.drained.notify_all();
+  }
+  return nullptr;
+}
+
+// Caller holds the registry mutex. Without a writer, threads write their own chunks.
+void start_writer(Registry& reg) noexcept {
+  std::lock_guard<std::mutex> guard(reg.queue_mutex);
+  if (reg.writer_running) return;
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);  // the program's signals are not the writer's
+  pthread_t thread;
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  reg.writer_running = pthread_create(&thread, &attributes, &writer_main, nullptr) == 0;
+  pthread_attr_destroy(&attributes);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (reg.writer_running) pthread_setname_np(thread, "streampool-trace");
+}
+
+// Waits until the writer has written everything queued.
+void wait_drained(Registry& reg) noexcept {
+  std::unique_lock<std::mutex> lock(reg.queue_mutex);
+  if (!reg.writer_running) return;
+  reg.drain_requested = true;
+  reg.work.notify_one();
+  reg.drained.wait(lock, [&reg] { return reg.queue.empty() && !reg.writing; });
+  reg.drain_requested = false;
+}
+
+// The owner of a full buffer hands its chunk to the writer and goes on with a fresh one; false
+// when there is no writer or it is too far behind (then the owner writes the chunk itself).
+bool hand_off(ThreadBuffer& buffer) noexcept {
+  Registry& reg = registry();
+  Chunk* fresh = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(reg.queue_mutex);
+    if (!reg.writer_running || reg.queue.size() >= kMaxPending) return false;
+    if (!reg.spare.empty()) {
+      fresh = reg.spare.back();
+      reg.spare.pop_back();
+    }
+  }
+  if (fresh == nullptr) {
+    fresh = new (std::nothrow) Chunk();
+    if (fresh == nullptr) return false;
+  }
+  Pending pending{};
+  {
+    std::lock_guard<std::mutex> guard(buffer.lock);
+    const std::uint32_t committed = buffer.committed.load(std::memory_order_relaxed);
+    pending = Pending{buffer.chunk, buffer.flushed, committed - buffer.flushed};
+    buffer.chunk = fresh;
+    buffer.flushed = 0;
+    buffer.committed.store(0, std::memory_order_relaxed);
+  }
+  bool wake = false;
+  try {
+    std::lock_guard<std::mutex> guard(reg.queue_mutex);
+    reg.queue.push_back(pending);
+    wake = reg.writer_idle && reg.queue.size() >= kWakeAt;
+  } catch (...) {
+    write_records(pending.chunk->records + pending.from, pending.count);
+    return true;
+  }
+  if (wake) reg.work.notify_one();  // a busy writer takes the next chunk without a wake-up
+  return true;
 }
 
 // Hands the thread's buffer back at thread exit, its records written.
@@ -224,24 +352,35 @@ void before_fork() noexcept {
   Registry& reg = registry();
   reg.mutex.lock();
   drain_all(reg);  // what the parent recorded so far is in its file, not copied into the child
+  wait_drained(reg);
+  reg.queue_mutex.lock();
   file_mutex.lock();
 }
 
 void after_fork_in_parent() noexcept {
+  Registry& reg = registry();
   file_mutex.unlock();
-  registry().mutex.unlock();
+  reg.queue_mutex.unlock();
+  reg.mutex.unlock();
 }
 
 void after_fork_in_child() noexcept {
   Registry& reg = registry();
   file_mutex.unlock();
+  // The writer thread stayed in the parent: the child's threads write their own chunks. What the
+  // parent queued since the drain is the parent's.
+  reg.queue.clear();
+  reg.writing = false;
+  reg.writer_running = false;
+  reg.is_forked_child = true;
+  reg.queue_mutex.unlock();
   // The parent's buffers belong to threads the child does not have, and their records to the
   // parent's trace: the child starts with no buffer (kept reachable, never reused).
   for (ThreadBuffer* buffer : reg.buffers) reg.abandoned.push_back(buffer);
   reg.buffers.clear();
   reg.next_thread = 1;
   thread_buffer = nullptr;
-  if (detail::state.load(std::memory_order_relaxed) == kRecording) {
+  if (recording()) {
     const auto parent = static_cast<std::uint32_t>(getppid());
     close_file();
     std::string path;
@@ -277,7 +416,7 @@ bool flag_set(const char* name) noexcept {
 
 // Caller holds the registry mutex.
 int start_locked(Registry& reg, std::string_view setting) noexcept {
-  if (detail::state.load(std::memory_order_relaxed) == kRecording) return EBUSY;
+  if (recording()) return EBUSY;
   std::string path;
   try {
     reg.setting.assign(setting);
@@ -295,7 +434,8 @@ int start_locked(Registry& reg, std::string_view setting) noexcept {
   }
   const int error = open_file(reg, path, 0);
   if (error != 0) return error;
-  detail::state.store(kRecording, std::memory_order_release);
+  if (!reg.is_forked_child) start_writer(reg);
+  detail::state.store(kRecording | (reg.timing_requested ? kTiming : kOff), std::memory_order_release);
   return 0;
 }
 
@@ -325,25 +465,30 @@ bool start_from_environment() noexcept {
 
 void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
             std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
-  const std::uint64_t end = now();
+  const int state = detail::state.load(std::memory_order_relaxed);
   ThreadBuffer* buffer = thread_buffer;
   if (buffer == nullptr) [[unlikely]] {
     buffer = claim_buffer();
     if (buffer == nullptr) return;
   }
-  const std::uint64_t elapsed = end > start ? end - start : 0;
+  std::uint64_t elapsed = 0;
   // Time in the allocator: its own calls, not the host synchronisations the program waits in.
-  if (op <= Op::pool_set_attribute) {
-    buffer->timed_ticks.store(buffer->timed_ticks.load(std::memory_order_relaxed) + elapsed, std::memory_order_relaxed);
-    buffer->calls.store(buffer->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if ((state & kTiming) != 0) {
+    const std::uint64_t end = now();
+    elapsed = end > start ? end - start : 0;
+    if (op <= Op::pool_set_attribute) {
+      buffer->timed_ticks.store(buffer->timed_ticks.load(std::memory_order_relaxed) + elapsed,
+                                std::memory_order_relaxed);
+      buffer->calls.store(buffer->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
   }
-  if (detail::state.load(std::memory_order_relaxed) != kRecording) return;
+  if ((state & kRecording) == 0) return;
   std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
   if (index == kCapacity) [[unlikely]] {
-    drain(*buffer, true);
+    if (!hand_off(*buffer)) drain(*buffer, true);
     index = 0;
   }
-  Record& entry = buffer->records[index];
+  Record& entry = buffer->chunk->records[index];
   entry.time_ns = start;  // ticks until written
   entry.duration_ns = static_cast<std::uint32_t>(elapsed < 0xffffffffU ? elapsed : 0xffffffffU);
   entry.thread = buffer->thread;
@@ -373,17 +518,19 @@ int start(std::string_view path) noexcept {
 int flush() noexcept {
   Registry& reg = registry();
   std::lock_guard<std::mutex> guard(reg.mutex);
-  if (detail::state.load(std::memory_order_relaxed) != kRecording) return ENOENT;
+  if (!recording()) return ENOENT;
   drain_all(reg);
+  wait_drained(reg);
   return 0;
 }
 
 int stop() noexcept {
   Registry& reg = registry();
   std::lock_guard<std::mutex> guard(reg.mutex);
-  if (detail::state.load(std::memory_order_relaxed) != kRecording) return ENOENT;
+  if (!recording()) return ENOENT;
   detail::state.store(reg.timing_requested ? kTiming : kOff, std::memory_order_release);
   drain_all(reg);
+  wait_drained(reg);
   close_file();
   reg.path.clear();
   return 0;
@@ -392,7 +539,7 @@ int stop() noexcept {
 std::string current_path() {
   Registry& reg = registry();
   std::lock_guard<std::mutex> guard(reg.mutex);
-  return detail::state.load(std::memory_order_relaxed) == kRecording ? reg.path : std::string();
+  return recording() ? reg.path : std::string();
 }
 
 std::uint64_t timed_ns() noexcept {

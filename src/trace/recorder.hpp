@@ -1,18 +1,21 @@
 // The trace recorder: STREAMPOOL_TRACE=<path> (or streampool_trace_start) writes every allocator
 // and ordering event of the process in the format of format.hpp.
 //
-// Cost. When off, a hook pays one relaxed load (active()). When on, an event costs two reads of
-// the CPU's time-stamp counter and a 56-byte store into the calling thread's own buffer, with no
-// lock and no atomic read-modify-write; a full buffer (1024 records) is converted and written by
-// its own thread with one write(2). Ticks are turned into nanoseconds at write time, from a
-// calibration made when the trace starts.
+// Cost. When off, a hook pays one relaxed load (active()). When on, an event costs one read of
+// the CPU's time-stamp counter (two with STREAMPOOL_TIMING) and a 56-byte store into the calling thread's own buffer, with no
+// lock and no atomic read-modify-write. A full buffer (1024 records) is handed to a writer thread
+// (started with the trace, signals blocked, named streampool-trace), which converts and writes it
+// while the program's thread goes on with a fresh one; a thread writes its chunk itself when the
+// writer is more than 64 chunks behind, and in a forked child (no writer there). Ticks are turned
+// into nanoseconds at write time, from a calibration made when the trace starts.
 //
 // No loss: at exit (atexit), at thread exit, before a fork, and on flush()/stop() every buffer's
 // records go to the file. A forked child writes its own file: the path with %p expanded to its
 // process id, or, for a path without %p, the path with ".<pid>" appended. Records a thread adds
 // while another thread stops the trace may be dropped (the trace ended).
 //
-// STREAMPOOL_TIMING=1 measures the time spent in the allocator (timed_ns()) without writing a trace.
+// STREAMPOOL_TIMING=1 measures the time spent in each call (a second time-stamp read per event):
+// timed_ns() and, in a trace, each record's duration_ns (0 without it). `streampool run` sets it.
 #pragma once
 
 #include <atomic>
@@ -29,7 +32,7 @@
 namespace streampool::trace {
 
 namespace detail {
-// -1: environment not read yet; 0: off; 1: timing only; 2: recording.
+// -1: environment not read yet; else bits: 1 timing (STREAMPOOL_TIMING), 2 recording; 0 off.
 inline constexpr int kUnread = -1;
 extern std::atomic<int> state;
 bool start_from_environment() noexcept;

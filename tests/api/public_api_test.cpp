@@ -146,7 +146,7 @@ off_t file_size(const std::string& path) {
   return stat(path.c_str(), &info) == 0 ? info.st_size : -1;
 }
 
-TEST_F(PublicApi, TraceStartFlushStopWritesTheEventsAndMeasuresTime) {
+TEST_F(PublicApi, TraceStartFlushStopWritesTheEvents) {
   const std::string path = temporary_trace("start");
   ASSERT_EQ(API(streampool_trace_start)(path.c_str()), 0);
   EXPECT_EQ(API(streampool_trace_start)(path.c_str()), EBUSY);
@@ -156,12 +156,9 @@ TEST_F(PublicApi, TraceStartFlushStopWritesTheEventsAndMeasuresTime) {
 
   ASSERT_EQ(API(streampool_trace_flush)(), 0);
   const off_t flushed = file_size(path);
-  const streampool_stats totals = totals_now();
   ASSERT_EQ(API(streampool_trace_stop)(), 0);
 
   EXPECT_EQ(flushed, 64 + 2 * 56);  // the header and two records
-  EXPECT_GE(totals.timed_calls, 2u);
-  EXPECT_GT(totals.time_in_allocator_ns, 0u);
   EXPECT_EQ(API(streampool_trace_stop)(), ENOENT);
   EXPECT_EQ(API(streampool_trace_flush)(), ENOENT);
   unlink(path.c_str());

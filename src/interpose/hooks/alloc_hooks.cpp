@@ -81,6 +81,7 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
   }
   if (core::ok(status)) [[likely]] {
     *dptr = reinterpret_cast<CUdeviceptr>(address);
+    trace_detail::served_pool = reinterpret_cast<std::uintptr_t>(pool);  // for the trace: one TLS store
     return CUDA_SUCCESS;
   }
   *dptr = 0;

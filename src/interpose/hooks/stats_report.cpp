@@ -173,7 +173,7 @@ std::string stats_json() {
     out += "\":";
     out += std::to_string(calls[i]);
   }
-  // What the allocator served, and the time it took (measured while tracing or with STREAMPOOL_TIMING=1).
+  // What the allocator served, and the time it took (measured with STREAMPOOL_TIMING=1).
   out += "},\"served\":{";
   const auto sum = [&calls](std::initializer_list<Hook> hooks) {
     std::uint64_t total = 0;

@@ -1,25 +1,8 @@
 #include "trace_points.hpp"
 
-#include "process_state.hpp"
 
 namespace streampool::interpose::trace_detail {
-
-void block_of(std::uint64_t address, std::uint64_t* pool, std::uint64_t* size) noexcept {
-  *pool = 0;
-  *size = 0;
-  if (address == 0) return;
-  try {
-    HookScope scope;
-    core::BlockInfo info;
-    if (engine().lookup(reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), &info) &&
-        info.base == address) {
-      *pool = reinterpret_cast<std::uintptr_t>(info.pool);
-      *size = info.requested_bytes;
-    }
-  } catch (...) {
-  }
-}
-
+constinit thread_local std::uintptr_t served_pool __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace streampool::interpose::trace_detail
 
 namespace streampool::interpose::trace_detail {

@@ -16,8 +16,9 @@ namespace streampool::interpose {
 namespace trace_detail {
 inline std::uint16_t variant(bool per_thread) noexcept { return per_thread ? trace::kPerThreadVariant : 0; }
 inline std::uint64_t value_of(const void* handle) noexcept { return reinterpret_cast<std::uintptr_t>(handle); }
-// The live pool allocation at `address`: its pool and requested size (zeros when none).
-void block_of(std::uint64_t address, std::uint64_t* pool, std::uint64_t* size) noexcept;
+// The pool the calling thread's last successful allocation came from (set by alloc_hooks.cpp: one
+// thread-local store, cheaper than looking the address up afterwards).
+extern constinit thread_local std::uintptr_t served_pool __attribute__((tls_model("initial-exec")));
 inline std::uint64_t start_time() noexcept { return trace::active() ? trace::now() : 0; }
 // Records the event (when the recorder is active) and logs it (at debug).
 void report(trace::Op op, std::uint16_t flags, CUresult result, std::uint64_t stream, std::uint64_t pool,
@@ -39,35 +40,31 @@ template <class Call>
   return result;
 }
 
-// An allocation: the address is known after the call, the pool (for cuMemAllocAsync) by lookup.
+// An allocation: the address is known after the call, the pool (for cuMemAllocAsync) from
+// served_pool.
 template <class Call>
 [[gnu::always_inline]] inline CUresult traced_alloc(trace::Op op, bool per_thread, CUdeviceptr* dptr, std::size_t bytes,
                                                     CUmemoryPool pool, CUstream stream, Call&& call) noexcept {
   if (!tracing()) [[likely]] return call();
   const std::uint64_t start = trace_detail::start_time();
+  trace_detail::served_pool = 0;
   const CUresult result = call();
-  std::uint64_t address = result == CUDA_SUCCESS && dptr != nullptr ? static_cast<std::uint64_t>(*dptr) : 0;
-  std::uint64_t served_by = trace_detail::value_of(pool);
-  if (served_by == 0 && address != 0) {
-    std::uint64_t ignored = 0;
-    trace_detail::block_of(address, &served_by, &ignored);
-  }
+  const std::uint64_t address = result == CUDA_SUCCESS && dptr != nullptr ? static_cast<std::uint64_t>(*dptr) : 0;
+  const std::uint64_t served_by = pool != nullptr ? trace_detail::value_of(pool) : trace_detail::served_pool;
   trace_detail::report(op, trace_detail::variant(per_thread), result, trace_detail::value_of(stream), served_by, bytes,
                        address, start);
   return result;
 }
 
-// A free (stream-ordered, or cuMemFree of a pool block): the block's pool and size looked up first.
+// A free (stream-ordered, or cuMemFree of a pool block): the address alone; readers find the
+// block's pool and size from its allocation.
 template <class Call>
 [[gnu::always_inline]] inline CUresult traced_free(trace::Op op, bool per_thread, CUdeviceptr dptr, CUstream stream,
                                                    Call&& call) noexcept {
   if (!tracing()) [[likely]] return call();
-  std::uint64_t pool = 0;
-  std::uint64_t size = 0;
-  trace_detail::block_of(static_cast<std::uint64_t>(dptr), &pool, &size);
   const std::uint64_t start = trace_detail::start_time();
   const CUresult result = call();
-  trace_detail::report(op, trace_detail::variant(per_thread), result, trace_detail::value_of(stream), pool, size,
+  trace_detail::report(op, trace_detail::variant(per_thread), result, trace_detail::value_of(stream), 0, 0,
                        static_cast<std::uint64_t>(dptr), start);
   return result;
 }
