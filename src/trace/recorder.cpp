@@ -183,11 +183,11 @@ void* writer_main(void*) {
   Registry& reg = registry();
   std::unique_lock<std::mutex> lock(reg.queue_mutex);
   for (;;) {
-    // Woken when chunks pile up or someone waits for the file; otherwise it looks every 2 ms, so
+    // Woken when chunks pile up or someone waits for the file; otherwise it looks every 20 ms, so
     // that a steady stream of chunks costs the program's threads no wake-up calls.
     reg.writer_idle = true;
     while (reg.queue.empty() || (reg.queue.size() < kWakeAt && !reg.drain_requested)) {
-      reg.work.wait_for(lock, std::chrono::milliseconds(2));
+      reg.work.wait_for(lock, std::chrono::milliseconds(20));
       if (!reg.queue.empty()) break;
     }
     reg.writer_idle = false;
