@@ -1,9 +1,11 @@
 // The trace file format (docs/TRACE_FORMAT.md is its specification; keep the two in step).
 //
-// A trace is a 64-byte header followed by fixed-size 56-byte records, all little-endian. Records
-// are written in per-thread chunks, so they are ordered by time within one thread only; readers
-// sort by time. Fixed-size records keep the recorder's hot path to a few stores and make a file
-// cut short by a crash readable up to its last whole record.
+// A trace is a 64-byte header followed by blocks, all little-endian. A block holds the records of
+// one thread, each encoded against the one before it (a mask of the fields that repeat, varints of
+// the rest: a same-stream allocate/free pair takes about 12 bytes instead of 112), so records are ordered by time within
+// one thread only; readers sort by time. A file cut short by a crash is readable up to its last
+// whole block. In memory (the recorder's buffers, the reader's result) a record is the fixed
+// 56-byte Record below.
 #pragma once
 
 #include <cstddef>
@@ -14,12 +16,13 @@ namespace streampool::trace {
 
 inline constexpr char kMagic[8] = {'S', 'P', 'T', 'R', 'A', 'C', 'E', '\0'};
 inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kBlockVersion = 1;
 
 struct FileHeader {
   char magic[8];                 // kMagic
   std::uint32_t version;         // kFormatVersion
-  std::uint32_t header_bytes;    // sizeof(FileHeader): records start here
-  std::uint32_t record_bytes;    // sizeof(Record)
+  std::uint32_t header_bytes;    // sizeof(FileHeader): blocks start here
+  std::uint32_t block_version;   // kBlockVersion: how records are encoded
   std::uint32_t pid;             // the process that wrote the file
   std::uint64_t start_unix_ns;   // wall clock when the trace started (CLOCK_REALTIME)
   std::uint32_t parent_pid;      // for a forked child's trace: the parent's pid, else 0
@@ -66,6 +69,25 @@ struct Record {
   std::uint64_t address;      // device address, event handle, or per op
 };
 static_assert(sizeof(Record) == 56);
+
+// A block: this header, then `bytes` bytes encoding `count` records of thread `thread`.
+struct BlockHeader {
+  char magic[4];  // "SPB1"
+  std::uint32_t thread;
+  std::uint32_t count;
+  std::uint32_t bytes;
+};
+static_assert(sizeof(BlockHeader) == 16);
+inline constexpr char kBlockMagic[4] = {'S', 'P', 'B', '1'};
+
+// The most bytes one encoded record takes.
+inline constexpr std::size_t kMaxEncodedRecord = 2 + 10 + 3 + 5 + 5 + 4 * 10;
+
+// Encodes `count` records (one thread's, in its order) as one block, header included, into `out`,
+// which must hold sizeof(BlockHeader) + count * kMaxEncodedRecord bytes. Returns the bytes used.
+std::size_t encode_block(const Record* records, std::uint32_t count, std::uint32_t thread, unsigned char* out) noexcept;
+// Decodes a block's payload; false when it is damaged.
+bool decode_block(const BlockHeader& header, const unsigned char* payload, Record* records) noexcept;
 
 std::string_view op_name(std::uint16_t op) noexcept;
 

@@ -12,7 +12,7 @@ namespace streampool::trace {
 struct Trace {
   FileHeader header{};
   std::vector<Record> records;       // sorted by time (stable: one thread's order is kept)
-  std::uint64_t trailing_bytes = 0;  // a partial record at the end (a process killed while writing)
+  std::uint64_t trailing_bytes = 0;  // a partial block at the end (a process killed while writing)
 };
 
 // False with a one-line reason in *error for a file that is not a trace of a version this build reads.

@@ -66,7 +66,7 @@ struct Pending {
   std::uint32_t from;
   std::uint32_t count;
 };
-constexpr std::size_t kMaxPending = 64;  // beyond this (3.5 MiB) a thread writes its own chunk
+constexpr std::size_t kMaxPending = 128;  // beyond this (7 MiB) a thread writes its own chunk
 constexpr std::size_t kWakeAt = 16;      // queued chunks that wake the writer at once
 
 // Never destroyed: threads and exit handlers may record until the very end.
@@ -138,12 +138,14 @@ std::uint64_t ticks_to_ns(std::uint64_t ticks) noexcept {
   return static_cast<std::uint64_t>(static_cast<double>(ticks) * registry().ns_per_tick);
 }
 
-// Converts records from ticks to nanoseconds and appends them to the file.
+// Converts records from ticks to nanoseconds, encodes them as blocks and appends them to the file.
 void write_records(const Record* records, std::uint32_t count) noexcept {
   const Registry& reg = registry();
-  Record converted[128];
+  constexpr std::uint32_t kBlock = 128;
+  Record converted[kBlock];
+  unsigned char encoded[sizeof(BlockHeader) + kBlock * kMaxEncodedRecord];
   while (count > 0) {
-    const std::uint32_t chunk = count < 128 ? count : 128;
+    const std::uint32_t chunk = count < kBlock ? count : kBlock;
     for (std::uint32_t i = 0; i < chunk; ++i) {
       converted[i] = records[i];
       const std::uint64_t start = records[i].time_ns;
@@ -152,9 +154,10 @@ void write_records(const Record* records, std::uint32_t count) noexcept {
       converted[i].duration_ns = static_cast<std::uint32_t>(
           duration < std::numeric_limits<std::uint32_t>::max() ? duration : std::numeric_limits<std::uint32_t>::max());
     }
+    const std::size_t bytes = encode_block(converted, chunk, converted[0].thread, encoded);
     {
       std::lock_guard<std::mutex> guard(file_mutex);
-      if (file_fd >= 0 && !write_all(file_fd, converted, chunk * sizeof(Record))) {
+      if (file_fd >= 0 && !write_all(file_fd, encoded, bytes)) {
         STREAMPOOL_LOG_WARN("trace %s: write failed: %s", reg.path.c_str(), std::strerror(errno));
       }
     }
@@ -323,7 +326,7 @@ int open_file(Registry& reg, const std::string& path, std::uint32_t parent_pid) 
   std::memcpy(header.magic, kMagic, sizeof kMagic);
   header.version = kFormatVersion;
   header.header_bytes = sizeof(FileHeader);
-  header.record_bytes = sizeof(Record);
+  header.block_version = kBlockVersion;
   header.pid = static_cast<std::uint32_t>(getpid());
   header.parent_pid = parent_pid;
   timespec wall{};

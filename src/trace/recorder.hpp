@@ -6,8 +6,9 @@
 // lock and no atomic read-modify-write. A full buffer (1024 records) is handed to a writer thread
 // (started with the trace, signals blocked, named streampool-trace), which converts and writes it
 // while the program's thread goes on with a fresh one; a thread writes its chunk itself when the
-// writer is more than 64 chunks behind, and in a forked child (no writer there). Ticks are turned
-// into nanoseconds at write time, from a calibration made when the trace starts.
+// writer is more than 128 chunks (7 MiB) behind, and in a forked child (no writer there). Ticks are turned
+// into nanoseconds and records encoded compactly (format.hpp) at write time, from a calibration made
+// when the trace starts.
 //
 // No loss: at exit (atexit), at thread exit, before a fork, and on flush()/stop() every buffer's
 // records go to the file. A forked child writes its own file: the path with %p expanded to its

