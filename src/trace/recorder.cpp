@@ -186,23 +186,24 @@ void* writer_main(void*) {
   Registry& reg = registry();
   std::unique_lock<std::mutex> lock(reg.queue_mutex);
   for (;;) {
+    while (!reg.queue.empty()) {
+      const Pending pending = reg.queue.front();
+      reg.queue.pop_front();
+      reg.writing = true;
+      lock.unlock();
+      write_records(pending.chunk->records + pending.from, pending.count);
+      lock.lock();
+      reg.spare.push_back(pending.chunk);
+      reg.writing = false;
+    }
+    reg.drain_requested = false;  // served: everything queued is written
+    reg.drained.notify_all();
     // Woken when chunks pile up or someone waits for the file; otherwise it looks every 20 ms, so
     // that a steady stream of chunks costs the program's threads no wake-up calls.
     reg.writer_idle = true;
-    while (reg.queue.empty() || (reg.queue.size() < kWakeAt && !reg.drain_requested)) {
-      reg.work.wait_for(lock, std::chrono::milliseconds(20));
-      if (!reg.queue.empty()) break;
-    }
+    reg.work.wait_for(lock, std::chrono::milliseconds(20),
+                      [&reg] { return reg.queue.size() >= kWakeAt || reg.drain_requested; });
     reg.writer_idle = false;
-    const Pending pending = reg.queue.front();
-    reg.queue.pop_front();
-    reg.writing = true;
-    lock.unlock();
-    write_records(pending.chunk->records + pending.from, pending.count);
-    lock.lock();
-    reg.spare.push_back(pending.chunk);
-    reg.writing = false;
-    if (reg.queue.empty()) reg.drained.notify_all();
   }
   return nullptr;
 }
@@ -232,7 +233,6 @@ void wait_drained(Registry& reg) noexcept {
   reg.drain_requested = true;
   reg.work.notify_one();
   reg.drained.wait(lock, [&reg] { return reg.queue.empty() && !reg.writing; });
-  reg.drain_requested = false;
 }
 
 // The owner of a full buffer hands its chunk to the writer and goes on with a fresh one; false
