@@ -65,7 +65,8 @@ const char* level_name(Level level) noexcept {
 }
 }  // namespace
 
-void write_line(Level level, const char* format, std::va_list args) noexcept;
+// Formats and writes one line (format checked like printf's by the callers' attributes).
+void write_line(Level level, const char* format, std::va_list args) noexcept __attribute__((format(printf, 2, 0)));
 
 void write(Level level, const char* format, ...) noexcept {
   if (!enabled(level)) return;

@@ -394,12 +394,14 @@ namespace sp = streampool::interpose;
 
 STREAMPOOL_HOOK CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
   // Traced: the allocation type, the maximum size and the location (type << 32 | id).
-  const auto type = poolProps != nullptr ? static_cast<std::uint16_t>(poolProps->allocType) : std::uint16_t{0};
+  // (The enum fields as the ints the program stored: raw_enum.hpp.)
+  const auto type = poolProps != nullptr ? static_cast<std::uint16_t>(sp::raw_enum(poolProps->allocType)) : std::uint16_t{0};
   const std::uint64_t max_size = poolProps != nullptr ? poolProps->maxSize : 0;
   const std::uint64_t location =
-      poolProps != nullptr ? (static_cast<std::uint64_t>(static_cast<std::uint32_t>(poolProps->location.type)) << 32) |
-                                 static_cast<std::uint32_t>(poolProps->location.id)
-                           : 0;
+      poolProps != nullptr
+          ? (static_cast<std::uint64_t>(static_cast<std::uint32_t>(sp::raw_enum(poolProps->location.type))) << 32) |
+                static_cast<std::uint32_t>(poolProps->location.id)
+          : 0;
   return sp::traced_create(streampool::trace::Op::pool_create, type, true, pool, max_size, location,
                            [&] { return sp::pool_create(pool, poolProps); });
 }
