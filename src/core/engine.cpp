@@ -238,7 +238,7 @@ void Engine::event_destroyed(EventKey event) {
 }
 
 SyncTicket Engine::ticket_for_stream(StreamKey stream, bool releases) {
-  return SyncTicket{state_->order.ticket_for_stream(stream), releases, std::nullopt, 0};
+  return SyncTicket{state_->order.ticket_for_stream(stream, /*synchronize=*/releases), releases, std::nullopt, 0};
 }
 
 SyncTicket Engine::ticket_for_event(EventKey event, bool releases) {

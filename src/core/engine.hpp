@@ -140,6 +140,8 @@ class Engine {
   void event_created(EventKey event);
   void event_destroyed(EventKey event);
 
+  // `releases`: a synchronize (which may also record a marker in the stream first, see
+  // HappensBefore::ticket_for_stream); a query passes false and enqueues nothing.
   SyncTicket ticket_for_stream(StreamKey stream, bool releases);
   SyncTicket ticket_for_event(EventKey event, bool releases);
   SyncTicket ticket_for_all(bool releases);  // every stream

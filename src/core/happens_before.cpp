@@ -69,7 +69,7 @@ StreamState* HappensBefore::reclaim_slot_locked() {
 }
 
 std::uint64_t HappensBefore::cut(StreamState* stream) {
-  return stream->tick.fetch_add(1, std::memory_order_acq_rel);
+  return stream->tick.fetch_add(1);  // seq_cst: see free_tick
 }
 
 // What work queued on `stream` so far is ordered after: its own frees up to a fresh cut and
@@ -105,6 +105,26 @@ Clock HappensBefore::implied_clock_locked(StreamState* stream) {
     }
   }
   return clock;
+}
+
+// The free publishes its tick in freed_at before it commits to it: a cut (ticket_for_stream) that
+// hands the free's tick out reads freed_at after the cut, so it sees the free (all seq_cst). A
+// cut in between sends the free round again with the next tick.
+std::uint64_t HappensBefore::free_tick(StreamState* stream) noexcept {
+  for (;;) {
+    const std::uint64_t tick = stream->tick.load();
+    std::uint64_t noted = stream->freed_at.load();
+    if (noted < tick && !stream->freed_at.compare_exchange_weak(noted, tick)) continue;
+    if (stream->tick.load() == tick) return tick;
+  }
+}
+
+// Whether a free on `stream` may be ordered after other streams' work by the legacy stream's
+// implicit synchronisation: the legacy stream and every blocking stream have partners that may run
+// work streampool never sees (a kernel on the legacy stream, a blocking stream created and used
+// with no allocation on it).
+bool HappensBefore::implicitly_ordered(const StreamState* stream) {
+  return stream->kind != StreamKind::non_blocking;
 }
 
 std::unique_lock<std::mutex> HappensBefore::lock_event(EventKey event) {
@@ -190,9 +210,21 @@ void HappensBefore::end_stream_locked(StreamState* stream, bool record_marker) {
   advance_stream_generation();
 }
 
-Clock HappensBefore::ticket_for_stream(StreamKey key) {
+Clock HappensBefore::ticket_for_stream(StreamKey key, bool synchronize) {
   std::lock_guard guard(mutex_);
-  return position_locked(stream_locked(key));
+  StreamState* stream = stream_locked(key);
+  Clock clock = position_locked(stream);
+  if (stream->freed_at.load() <= stream->anchored || !implicitly_ordered(stream)) return clock;
+  if (synchronize) {
+    poll_marker_locked(stream);
+    if (stream->marker) {
+      ordering_.recycle(stream->marker->marker);
+      stream->marker.reset();
+    }
+    if (record_marker_locked(stream)) return clock;  // the marker follows every free the clock covers
+  }
+  clock[stream->slot] = stream->anchored;
+  return clock;
 }
 
 Clock HappensBefore::ticket_for_group(std::optional<std::uintptr_t> group) {
@@ -262,6 +294,7 @@ bool HappensBefore::record_marker_locked(StreamState* stream) {
   Clock covers = position_locked(stream);  // cut before the real record: it covers frees so far
   Marker marker = 0;
   if (ordering_.record(stream->key, &marker) != Status::success) return false;
+  stream->anchored = std::max(stream->anchored, at(covers, stream->slot));
   stream->marker = StreamState::PendingMarker{marker, std::move(covers)};
   return true;
 }

@@ -52,10 +52,12 @@ struct alignas(64) StreamState {  // the tick is read by every free on the strea
   StreamKind kind = StreamKind::blocking;
   std::uintptr_t group = 0;
   std::atomic<std::uint64_t> tick{1};  // frees made now carry this tick
+  std::atomic<std::uint64_t> freed_at{0};  // the tick of the stream's latest free
 
   // Guarded by the tracker's mutex.
   bool dead = false;
   std::uint64_t final_tick = 0;  // once dead: the tick of its last frees
+  std::uint64_t anchored = 0;    // its frees up to here precede a marker of streampool's in it
   Clock clock;  // ticks of other streams this stream is ordered after
   struct PendingMarker {
     Marker marker;
@@ -83,9 +85,8 @@ class HappensBefore {
 
   // The live state of a stream, created on first sight.
   StreamState* stream(StreamKey key);
-  std::uint64_t free_tick(const StreamState* stream) const {
-    return stream->tick.load(std::memory_order_acquire);
-  }
+  // The tick a free on `stream` carries now; notes that the stream has freed (see ticket_for_stream).
+  static std::uint64_t free_tick(StreamState* stream) noexcept;
 
   // --- events: the caller holds lock_event(event) across the real call and these steps ----
   std::unique_lock<std::mutex> lock_event(EventKey event);
@@ -110,7 +111,13 @@ class HappensBefore {
   // key): no marker; its frees keep waiting for a host synchronisation of its group.
   void stream_ended(StreamKey key);
 
-  Clock ticket_for_stream(StreamKey key);
+  // What a host synchronisation (`synchronize`) or a successful query of the stream proves. A
+  // free on a stream the legacy stream's implicit order binds (blocking, per-thread default,
+  // legacy) waits for the partners' work before it, which nothing of the stream's own may
+  // follow: a synchronize first records a marker in the stream, so that it waits for that work
+  // too; a query records nothing (its answer must stay the program's) and proves such frees only
+  // up to the stream's last marker.
+  Clock ticket_for_stream(StreamKey key, bool synchronize);
   Clock ticket_for_group(std::optional<std::uintptr_t> group);  // nullopt: every stream
   void commit_host_completion(const Clock& completed);
 
@@ -146,6 +153,7 @@ class HappensBefore {
   std::uint64_t cut(StreamState* stream);
   Clock position_locked(StreamState* stream);
   Clock implied_clock_locked(StreamState* stream);
+  static bool implicitly_ordered(const StreamState* stream);
   void poll_marker_locked(StreamState* stream);
   bool record_marker_locked(StreamState* stream);
   static void raise(Clock& clock, std::uint32_t slot, std::uint64_t tick);

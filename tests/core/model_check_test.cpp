@@ -1,30 +1,43 @@
 // The randomized model check of the engine.
 //
-// Thousands of random programs (model/random_program.cpp) drive a fresh engine each through
-// allocations of many sizes from pools with random REUSE_* flags, release thresholds and caps,
-// frees on any stream, program events, host synchronisations (ticket, GPU completes, commit,
-// sometimes with other steps in between), successful stream queries, GPU progress, trims,
-// attribute reads and writes and stream destruction with key reuse, over the legacy default
-// stream and blocking and non-blocking streams, each step on one of four host threads.
+// Thousands of random programs (model/program.hpp) drive a fresh engine each, as the
+// interposer's hooks would: allocations in every mapping-unit regime (below 64 MiB, to 1 GiB,
+// beyond) from pools with random REUSE_* flags, release thresholds and caps; frees on any
+// stream; cuMemFree of pool pointers; event records and waits through the engine's callables,
+// which the driver may refuse, and which may stop between the hook's tracking and the driver's
+// action while other workers' steps run (blocking on the event's lock where they need it);
+// records streampool does not see (graph nodes and launches, launch attributes, captures);
+// host synchronisations and queries of streams, events, contexts and the device in three
+// phases (ticket, driver call, commit) that other steps may separate; trims, attributes; stream
+// destruction and key reuse, seen or not; several contexts with legacy, per-thread and created
+// streams, contexts ending (seen or not) and new ones under old handles; events ending unseen
+// and new ones under old handles; each step on one of four host threads.
 //
 // The oracle knows nothing of the engine's clocks: model/gpu_model.hpp builds the
 // happens-before relation of a legal GPU execution from CUDA's rules and from the
 // dependencies the engine itself inserted (logged by model/model_ordering.hpp). After every
 // step it checks (a) no block handed out may overlap in time an earlier block on the same
-// bytes (model/reuse_oracle.hpp) and (b) the four statistics are exact: used = the live bytes
-// asked for, its high = their peak since the last reset, reserved = what the backing has
-// mapped, its high = the mapped peak since the last reset (model/watched_backing.hpp), with no
-// backing contract errors and every live block in mapped memory.
+// bytes: every use and the free of the earlier one are ordered before it (model/reuse_oracle.hpp),
+// and a host synchronisation of the allocating stream proves them complete, (b) the four
+// statistics are exact: used = the live bytes asked for, its high = their peak since the last
+// reset, reserved = what the backing has mapped, its high = the mapped peak since the last reset
+// (model/watched_backing.hpp), with no backing contract errors and every live block in mapped
+// memory, and (c) the engine kept the Ordering's contract (no marker used after recycling, no
+// record on a stream it was told had ended).
 //
 // Environment: STREAMPOOL_MODEL_PROGRAMS (default 10000), STREAMPOOL_MODEL_SEED (first seed,
 // default 1; program k runs seed + k). A failure prints the seed to replay with
-// STREAMPOOL_MODEL_PROGRAMS=1.
+// STREAMPOOL_MODEL_PROGRAMS=1. STREAMPOOL_MODEL_IMPLICIT_FREES=0 makes every free wait for its
+// block's uses explicitly (by default a free may rely on the legacy stream's implicit order).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "engine_fixture.hpp"
 #include "model/gpu_model.hpp"
@@ -55,7 +68,9 @@ TEST(ModelCheck, RandomProgramsNeverOverlapLiveMemoryAndKeepExactStatistics) {
   model::Coverage coverage;
   const auto start = std::chrono::steady_clock::now();
   for (std::uint64_t k = 0; k < programs; ++k) {
-    const std::string failure = model::run_random_program(first_seed + k, workers, {}, &coverage);
+    model::ProgramOptions options;
+    options.implicit_frees = env_number("STREAMPOOL_MODEL_IMPLICIT_FREES", 1) != 0;
+    const std::string failure = model::run_random_program(first_seed + k, workers, options, &coverage);
     ASSERT_TRUE(failure.empty()) << failure;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -63,14 +78,44 @@ TEST(ModelCheck, RandomProgramsNeverOverlapLiveMemoryAndKeepExactStatistics) {
   // A model check that never reaches the interesting paths proves little: with enough
   // programs, each of them must have been taken.
   if (programs >= 200) {
-    EXPECT_GT(coverage.reuses_across_streams, 0u);
-    EXPECT_GT(coverage.inserted_waits, 0u);
-    EXPECT_GT(coverage.out_of_memory, 0u);
-    EXPECT_GT(coverage.parked_commits, 0u);
-    EXPECT_GT(coverage.successful_queries, 0u);
-    EXPECT_GT(coverage.streams_destroyed, 0u);
-    EXPECT_GT(coverage.host_frees, 0u);
-    EXPECT_GT(coverage.legacy_steps, 0u);
+    const std::pair<std::size_t, const char*> taken[] = {
+        {coverage.reuses_across_streams, "reuse across streams"},
+        {coverage.reuses_through_inserted_waits, "reuse ordered only by inserted waits"},
+        {coverage.syncs_proving_reuse, "host sync of a stream whose block needed an inserted wait"},
+        {coverage.inserted_waits, "inserted waits"},
+        {coverage.refused_markers, "marker records or waits the driver refused"},
+        {coverage.out_of_memory, "out of memory"},
+        {coverage.parked_commits, "commits after other steps"},
+        {coverage.parked_driver_calls, "driver calls after other steps"},
+        {coverage.event_tickets_overtaken, "event tickets overtaken by a record"},
+        {coverage.successful_queries, "successful queries"},
+        {coverage.streams_destroyed, "streams destroyed"},
+        {coverage.unseen_stream_ends, "streams ending unseen"},
+        {coverage.host_frees, "cuMemFree"},
+        {coverage.legacy_steps, "legacy-stream allocations and frees"},
+        {coverage.per_thread_steps, "per-thread-stream allocations and frees"},
+        {coverage.failed_records, "refused event records"},
+        {coverage.failed_waits, "refused stream waits"},
+        {coverage.failed_host_calls, "failed synchronizes"},
+        {coverage.untracked_records, "untracked records"},
+        {coverage.graph_launch_records, "graph-launch records"},
+        {coverage.events_recreated, "events created under an old handle"},
+        {coverage.paused_driver_calls, "driver calls paused"},
+        {coverage.interleaved_steps, "steps interleaved with a paused call"},
+        {coverage.blocked_interleavings, "steps blocked by a paused call's event lock"},
+        {coverage.multi_context_programs, "programs with several contexts"},
+        {coverage.context_syncs, "context synchronizes"},
+        {coverage.contexts_ended, "contexts ended"},
+        {coverage.contexts_ended_unseen, "contexts ended unseen"},
+        {coverage.context_handles_reused, "context handles reused"},
+        {coverage.medium_allocations, "allocations of 64 MiB to 1 GiB"},
+        {coverage.large_allocations, "allocations of 1 GiB and more"},
+        {coverage.medium_unit_maps, "32 MiB mapping units mapped"},
+        {coverage.large_unit_maps, "256 MiB mapping units mapped"},
+        {coverage.medium_unit_unmaps, "32 MiB mapping units given back"},
+        {coverage.large_unit_unmaps, "256 MiB mapping units given back"},
+    };
+    for (const auto& [count, what] : taken) EXPECT_GT(count, 0u) << "never reached: " << what;
   }
 }
 
@@ -184,6 +229,112 @@ TEST_F(ModelCheckOracle, LegacyWorkIssuedAfterABlockingStreamsLastOpIsNotBeforeI
   // Synchronising the blocking stream waits for its own last op only.
   gpu.complete_instance(blocking);
   EXPECT_FALSE(gpu.is_complete(legacy_later));
+}
+
+TEST_F(ModelCheckOracle, FlagsReuseWhileAKernelOfTheEarlierBlockMayStillRun) {
+  const int s1 = gpu.open_stream(0x1000, StreamKind::non_blocking);
+  const int s2 = gpu.open_stream(0x2000, StreamKind::non_blocking);
+  const int s3 = gpu.open_stream(0x3000, StreamKind::non_blocking);
+  const std::size_t first = oracle.hand_out(block_at(gpu.issue(s1)), &violation);
+  oracle.used(first, gpu.issue(s3));  // a kernel on s3 that nothing orders before the free
+  oracle.freed_on_stream(first, gpu.issue(s1));
+  gpu.record_event(0xE0, s1);
+  ASSERT_TRUE(gpu.wait_event(s2, 0xE0));
+
+  oracle.hand_out(block_at(gpu.issue(s2)), &violation);
+
+  EXPECT_NE(violation.find("whose use at stream instance 2"), std::string::npos) << violation;
+}
+
+TEST_F(ModelCheckOracle, FlagsAHostSyncOfTheAllocatingStreamThatLeavesThePreviousOwnerRunning) {
+  const int legacy = gpu.open_stream(0x10, StreamKind::legacy_default);
+  const int blocking = gpu.open_stream(0x1000, StreamKind::blocking);
+  const std::size_t first = oracle.hand_out(block_at(gpu.issue(legacy)), &violation);
+  oracle.used(first, gpu.issue(legacy));
+  oracle.freed_on_stream(first, gpu.issue(legacy, nullptr, /*implicit=*/false));
+  // Reused on the blocking stream through the implicit order alone: the allocation enqueues
+  // nothing, so its place carries no edge to the legacy stream's kernel.
+  BlockRecord second = block_at(gpu.issue(blocking, nullptr, /*implicit=*/false));
+  second.alloc_clock = gpu.next_clock(blocking);
+  const std::size_t id = oracle.hand_out(second, &violation);
+  ASSERT_EQ(violation, "") << "later work on the blocking stream follows the legacy kernel";
+
+  gpu.complete_instance(blocking);  // cuStreamSynchronize of the blocking stream
+
+  EXPECT_NE(oracle.previous_owners_done(id, gpu).find("may still be in use"), std::string::npos);
+}
+
+TEST_F(ModelCheckOracle, AcceptsAHostSyncOfAStreamThatReallyWaitedForThePreviousOwner) {
+  const int legacy = gpu.open_stream(0x10, StreamKind::legacy_default);
+  const int blocking = gpu.open_stream(0x1000, StreamKind::blocking);
+  const std::size_t first = oracle.hand_out(block_at(gpu.issue(legacy)), &violation);
+  oracle.used(first, gpu.issue(legacy));
+  oracle.freed_on_stream(first, gpu.issue(legacy, nullptr, /*implicit=*/false));
+  const model::VectorClock marker = gpu.clock_of(gpu.issue(legacy));  // the engine's marker, and its wait
+  gpu.issue(blocking, &marker);
+  const std::size_t id = oracle.hand_out(block_at(gpu.issue(blocking, nullptr, /*implicit=*/false)), &violation);
+  ASSERT_EQ(violation, "");
+
+  gpu.complete_instance(blocking);
+
+  EXPECT_EQ(oracle.previous_owners_done(id, gpu), "");
+}
+
+TEST_F(ModelCheckOracle, ImplicitOrderStaysInsideItsContext) {
+  const int legacy_a = gpu.open_stream(0x10, StreamKind::legacy_default, /*group=*/0xA);
+  const int blocking_a = gpu.open_stream(0x1000, StreamKind::blocking, 0xA);
+  const int blocking_b = gpu.open_stream(0x2000, StreamKind::blocking, 0xB);
+  const OpRef on_legacy = gpu.issue(legacy_a);
+  EXPECT_TRUE(model::ordered_before(on_legacy, gpu.clock_of(gpu.issue(blocking_a))));
+  EXPECT_FALSE(model::ordered_before(on_legacy, gpu.clock_of(gpu.issue(blocking_b))));
+}
+
+TEST_F(ModelCheckOracle, AContextSynchronizeCompletesItsOwnStreamsOnly) {
+  const int a = gpu.open_stream(0x1000, StreamKind::non_blocking, 0xA);
+  const int b = gpu.open_stream(0x2000, StreamKind::non_blocking, 0xB);
+  const OpRef on_a = gpu.issue(a);
+  const OpRef on_b = gpu.issue(b);
+  gpu.complete_up_to(gpu.group_issued(0xA));
+  EXPECT_TRUE(gpu.is_complete(on_a));
+  EXPECT_FALSE(gpu.is_complete(on_b));
+}
+
+// The interleaving's own machinery must be able to tell a blocked worker from a running one.
+TEST(ModelCheckWorkers, SettleTellsAStepBlockedOnALockFromOneThatFinishes) {
+  model::StepWorkers workers(2);
+  std::mutex lock;
+  const std::function<void()> take_lock = [&] {
+    workers.checkpoint();  // what may block follows
+    std::lock_guard guard(lock);
+  };
+  std::unique_lock held(lock);
+
+  workers.post(1, take_lock);
+  const model::StepWorkers::Settled while_held = workers.settle(1, /*detect_blocking=*/true);
+  held.unlock();
+  workers.wait_finished(1);
+  workers.post(1, take_lock);
+  const model::StepWorkers::Settled when_free = workers.settle(1, /*detect_blocking=*/true);
+
+  EXPECT_EQ(while_held, model::StepWorkers::Settled::blocked);
+  EXPECT_EQ(when_free, model::StepWorkers::Settled::finished);
+}
+
+TEST(ModelCheckWorkers, SettleReportsAStepPausedInADriverCall) {
+  model::StepWorkers workers(2);
+  bool resumed = false;
+  const std::function<void()> pausing = [&] {
+    workers.pause();
+    resumed = true;
+  };
+  workers.post(0, pausing);
+  const model::StepWorkers::Settled settled = workers.settle(0, /*detect_blocking=*/false);
+  const bool resumed_while_paused = resumed;
+  workers.resume(0);
+  workers.wait_finished(0);
+  EXPECT_EQ(settled, model::StepWorkers::Settled::paused);
+  EXPECT_FALSE(resumed_while_paused);
+  EXPECT_TRUE(resumed);
 }
 
 // --- engine bugs the model check found, as minimal deterministic tests ----------------------------

@@ -113,6 +113,7 @@ TEST_F(Reuse, AHostSynchronizedFreeIsReusedEvenWithoutOpportunisticReuse) {
 
 TEST_F(Reuse, ASuccessfulQueryOrdersTheFreeBeforeLaterWork) {
   core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kStream1, core::StreamKind::non_blocking);  // no implicit order (see Tracking)
   const std::uintptr_t block = pending_free_on_stream1(pool, 32 * MiB);
   auto ticket = engine.ticket_for_stream(kStream1, /*releases=*/false);
   ordering.complete(kStream1);

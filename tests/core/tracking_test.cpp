@@ -26,6 +26,16 @@ class Tracking : public EngineTest {
     free(block, stream);
     return block;
   }
+  // A block whose last use (a kernel on the blocking stream s1) precedes its free on the legacy
+  // stream only through the implicit order; s2 is non-blocking.
+  std::uintptr_t legacy_free_after_blocking_use(core::Pool* pool) {
+    ordering.set_kind(kLegacy, StreamKind::legacy_default);
+    ordering.set_kind(kStream2, StreamKind::non_blocking);
+    const std::uintptr_t block = alloc(pool, 32 * MiB, kLegacy);
+    ordering.enqueue_work(kStream1);
+    free(block, kLegacy);
+    return block;
+  }
   // `event` was recorded on `stream` before anything pending there, and that record completed.
   void old_completed_record(core::EventKey event, core::StreamKey stream) {
     engine.event_recorded(event, stream);
@@ -109,6 +119,52 @@ TEST_F(Tracking, ImplicitOrderThatCannotBeMadeRealIsNotUsed) {
   const std::uintptr_t block = pending_free(pool, 32 * MiB, kLegacy);
   EXPECT_NE(alloc(pool, 32 * MiB, kStream1), block);
   EXPECT_EQ(ordering.waits_by(kStream1), 0u);
+}
+
+// A free on the legacy stream follows a blocking stream's kernel only through the implicit order:
+// the legacy stream's synchronize proves it only if something in the legacy stream waits for
+// that kernel, which streampool's marker does (a marker, like any legacy-stream work, waits for
+// the blocking streams' earlier work).
+TEST_F(Tracking, ASynchronizeOfTheLegacyStreamProvesItsImplicitlyOrderedFreeThroughAMarkerInIt) {
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = legacy_free_after_blocking_use(pool);
+  const std::size_t records = ordering.records();
+  synchronize(kLegacy);
+  EXPECT_EQ(ordering.records(), records + 1);  // the marker the synchronize waited for
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, AQueryOfTheLegacyStreamDoesNotProveAnImplicitlyOrderedFree) {
+  core::Pool* pool = pool_with_max_threshold();
+  const std::uintptr_t block = legacy_free_after_blocking_use(pool);
+  const std::size_t records = ordering.records();
+  core::SyncTicket query = engine.ticket_for_stream(kLegacy, /*releases=*/false);
+  ordering.complete(kLegacy);  // the legacy stream has nothing queued: the query says complete
+  engine.commit(query);
+  EXPECT_EQ(ordering.records(), records);  // a query enqueues nothing
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, ASynchronizeOfABlockingStreamProvesItsFreeThroughAMarkerInIt) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kStream2, StreamKind::non_blocking);
+  const std::uintptr_t block = alloc(pool, 32 * MiB, kStream1);  // the legacy stream may use it unseen
+  free(block, kStream1);
+  const std::size_t records = ordering.records();
+  synchronize(kStream1);
+  EXPECT_EQ(ordering.records(), records + 1);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(Tracking, ANonBlockingStreamsSynchronizeNeedsNoMarker) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kStream1, StreamKind::non_blocking);
+  ordering.set_kind(kStream2, StreamKind::non_blocking);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  const std::size_t records = ordering.records();
+  synchronize(kStream1);
+  EXPECT_EQ(ordering.records(), records);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
 }
 
 TEST_F(Tracking, AnExplicitEventOrderNeedsNoWaitOfStreampools) {

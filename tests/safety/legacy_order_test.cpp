@@ -116,6 +116,47 @@ TEST_F(LegacyOrder, LegacyStreamReusingAPerThreadStreamsFreeIsNotCompleteBeforeT
                            CU_STREAM_LEGACY);
 }
 
+// The free side of the implicit order: the block's last use runs on one stream, the free is on an
+// implicitly synchronised partner (legal CUDA: the free is ordered after that use), and the program
+// synchronises the freeing stream. A non-blocking stream (no implicit order of its own) then
+// allocates the same size: if it gets the block, its work must not begin before the use ended.
+class ImplicitFree : public LegacyOrder {
+ protected:
+  void use_then_free(CUstream user, CUstream freer, decltype(&::cuStreamSynchronize) sync, CUstream sync_handle) {
+    old_owner.bytes = kBlockBytes;
+    ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, freer), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamSynchronize)(freer), CUDA_SUCCESS);  // the allocation is done everywhere
+    ASSERT_EQ(SP(cuLaunchHostFunc)(user, old_owner_work, &old_owner), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, freer), CUDA_SUCCESS);
+    ASSERT_EQ(sync(sync_handle), CUDA_SUCCESS);
+    take_block(new_owner, old_owner, pool, b);
+    expect_safe(user, b);
+  }
+};
+
+TEST_F(ImplicitFree, ALegacyFreeAfterABlockingStreamsUseIsNotReusedBeforeTheUseEnds) {
+  use_then_free(blocking, CU_STREAM_LEGACY, SP(cuStreamSynchronize), CU_STREAM_LEGACY);
+}
+
+TEST_F(ImplicitFree, ALegacyFreeAfterAPerThreadStreamsUseIsNotReusedBeforeTheUseEnds) {
+  use_then_free(CU_STREAM_PER_THREAD, CU_STREAM_LEGACY, SP(cuStreamSynchronize), CU_STREAM_LEGACY);
+}
+
+TEST_F(ImplicitFree, ABlockingStreamsFreeAfterALegacyUseIsNotReusedBeforeTheUseEnds) {
+  use_then_free(CU_STREAM_LEGACY, blocking, SP(cuStreamSynchronize), blocking);
+}
+
+TEST_F(ImplicitFree, AQueriedLegacyFreeAfterABlockingStreamsUseIsNotReusedBeforeTheUseEnds) {
+  old_owner.bytes = kBlockBytes;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(CU_STREAM_LEGACY), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuLaunchHostFunc)(blocking, old_owner_work, &old_owner), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamQuery)(CU_STREAM_LEGACY), CUDA_SUCCESS);  // nothing queued on it
+  take_block(new_owner, old_owner, pool, b);
+  expect_safe(blocking, b);
+}
+
 // The device's current pool through cuMemAllocAsync, as cudaMallocAsync reaches it.
 TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeOfTheDefaultPoolIsNotCompleteBeforeTheLegacyWork) {
   ASSERT_EQ(SP(cuDeviceSetMemPool)(device, pool), CUDA_SUCCESS);

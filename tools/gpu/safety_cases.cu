@@ -117,6 +117,44 @@ void failed_record(const char* name, After after) {
   report(name, violations, reused);
 }
 
+// The free relies on the implicit order alone: the block's last use (a sleeper) runs on a blocking
+// stream, the free is on the legacy stream, the program synchronises the legacy stream, and a
+// non-blocking stream allocates. The synchronize must have waited for the use, or the block must
+// not be handed out.
+void implicit_free(const char* name) {
+  cudaStream_t user, owner;
+  expect_ok(cudaStreamCreate(&user), "stream");
+  expect_ok(cudaStreamCreateWithFlags(&owner, cudaStreamNonBlocking), "stream");
+  void* old_block = nullptr;
+  expect_ok(cudaMallocAsync(&old_block, kBytes, cudaStreamLegacy), "malloc");
+  Sleeper sleeper;
+  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, &sleeper), "hostfunc");  // the last use
+  expect_ok(cudaFreeAsync(old_block, cudaStreamLegacy), "free");
+  expect_ok(cudaStreamSynchronize(cudaStreamLegacy), "sync-legacy");
+  bool reused = false;
+  const int violations = checked_allocation(owner, old_block, &sleeper, &reused);
+  cudaStreamDestroy(user);
+  cudaStreamDestroy(owner);
+  report(name, violations, reused);
+}
+
+// Not a safety case: whether legacy-stream work waits for the queued work of a blocking stream
+// destroyed before it (the tracking's model assumes it does).
+void destroyed_stream_order() {
+  cudaStream_t user;
+  expect_ok(cudaStreamCreate(&user), "stream");
+  Sleeper sleeper;
+  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, &sleeper), "hostfunc");
+  expect_ok(cudaStreamDestroy(user), "destroy");
+  Check check;
+  check.sleeper = &sleeper;
+  expect_ok(cudaLaunchHostFunc(cudaStreamLegacy, check_finished, &check), "check");
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  std::printf("probe legacy work after a destroyed blocking stream's pending work: waited=%s errors=%s\n",
+              check.saw_done.load() != 0 ? "yes" : "no", errors.empty() ? "none" : errors.c_str());
+  errors.clear();
+}
+
 // All streams in a created context; the primary context's synchronize does not wait for them.
 void other_context_sync(const char* name, bool explicit_primary) {
   CUdevice device;
@@ -201,5 +239,7 @@ int main() {
   other_context_sync("created-context_primary-ctx-synchronize", false);
   other_context_sync("created-context_ctx-synchronize-v2", true);
   record_query_race("record-query-race", 20);
+  implicit_free("blocking-use_legacy-free_legacy-synchronize");
+  destroyed_stream_order();
   return 0;
 }

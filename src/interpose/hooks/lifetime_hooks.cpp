@@ -89,10 +89,12 @@ CUresult event_create(CUevent* event, unsigned flags) noexcept {
   return result;
 }
 
-// What a context's end needs: its streams' keys and a ticket for each, taken before the end.
+// What a context's end needs: its streams' keys and a ticket, taken before the end, for all the
+// context's work, which the driver waits for before it destroys the context (as a synchronize of
+// the context does: nothing is recorded in streams about to go).
 struct ContextStreams {
   std::vector<core::StreamKey> keys;
-  std::vector<core::SyncTicket> tickets;
+  core::SyncTicket ticket;
 };
 
 ContextStreams streams_of(CUcontext context) noexcept {
@@ -100,7 +102,7 @@ ContextStreams streams_of(CUcontext context) noexcept {
   if (context == nullptr) return streams;
   try {
     streams.keys = driver::keys_of_context(context);
-    for (core::StreamKey key : streams.keys) streams.tickets.push_back(engine().ticket_for_stream(key, true));
+    streams.ticket = ticket_for_context(context, true);
   } catch (...) {
     streams = ContextStreams{};
   }
@@ -118,7 +120,7 @@ void trim_device_pools(CUdevice device) {
 // The context is gone (the driver destroyed it, waiting for its work).
 void context_ended(CUcontext context, const ContextStreams& streams, CUdevice primary_of) noexcept {
   try {
-    for (const core::SyncTicket& ticket : streams.tickets) engine().commit(ticket);
+    engine().commit(streams.ticket);
     state().ordering.context_destroyed(context);
     driver::forget_context(context);
     for (core::StreamKey key : streams.keys) engine().stream_ended(key);

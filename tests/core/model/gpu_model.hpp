@@ -7,11 +7,16 @@
 // Edges, as CUDA defines them:
 //   program order       an op follows the previous op of its stream;
 //   event record/wait   the wait (and everything after it) follows the recorded op;
-//   legacy default      an op on the legacy stream follows the earlier ops of every live
-//                       blocking stream; an op on a blocking stream follows the earlier ops of
-//                       the legacy stream (non-blocking streams: nothing implicit);
+//   legacy default      an op on the legacy stream of a context follows the earlier ops of every
+//                       live blocking stream of that context (the per-thread default streams
+//                       are blocking); an op on a blocking stream follows the earlier ops of its
+//                       context's legacy stream (non-blocking streams, other contexts: nothing);
 //   GPU progress        nothing completes until the script says so; once ops are complete,
 //                       every op issued later on any stream is ordered after them (`done_`).
+// An allocation is not an op of the stream: streampool puts nothing into the stream for it (only
+// the waits it inserts are real). issue(..., implicit=false) places such a position on the
+// stream without the legacy stream's implicit edges, so that a host synchronisation of the
+// allocating stream completes only what the stream really waited for.
 // Completion is prefix-closed per instance and dependency-closed: completing an op completes
 // everything in its clock. Not thread-safe: the model check runs one step at a time.
 #pragma once
@@ -43,18 +48,21 @@ void join_into(VectorClock& into, const VectorClock& from);
 
 class GpuModel {
  public:
-  int open_stream(core::StreamKey key, core::StreamKind kind);  // a new instance for the key
-  void close_stream(core::StreamKey key);                       // the key may be opened again
-  int instance(core::StreamKey key) const;                      // -1: no live stream has it
+  // A new instance for the key, in stream group (context) `group`.
+  int open_stream(core::StreamKey key, core::StreamKind kind, std::uintptr_t group = 0);
+  void close_stream(core::StreamKey key);  // the key may be opened again; queued work still runs
+  int instance(core::StreamKey key) const;  // -1: no live stream has it
   core::StreamKind kind(int instance) const { return streams_[static_cast<std::size_t>(instance)].kind; }
   core::StreamKey key(int instance) const { return streams_[static_cast<std::size_t>(instance)].key; }
+  std::uintptr_t group(int instance) const { return streams_[static_cast<std::size_t>(instance)].group; }
   bool live(int instance) const { return streams_[static_cast<std::size_t>(instance)].live; }
   std::size_t instance_count() const { return streams_.size(); }
 
   // The clock the next op on `instance` would get (its own position not included).
-  VectorClock next_clock(int instance) const;
-  // Puts an op on the instance, ordered after `also_after` too when given.
-  OpRef issue(int instance, const VectorClock* also_after = nullptr);
+  VectorClock next_clock(int instance, bool implicit = true) const;
+  // Puts an op on the instance, ordered after `also_after` too when given; without the legacy
+  // stream's implicit edges when `implicit` is false.
+  OpRef issue(int instance, const VectorClock* also_after = nullptr, bool implicit = true);
   const VectorClock& clock_of(const OpRef& op) const;
   // The clock of the instance's last op (empty: none yet).
   const VectorClock& last_clock(int instance) const;
@@ -63,13 +71,18 @@ class GpuModel {
   void record_event(core::EventKey event, int instance);
   bool wait_event(int waiter, core::EventKey event);  // false: never recorded, a no-op
   const VectorClock* event_clock(core::EventKey event) const;
+  std::uint64_t event_records(core::EventKey event) const;  // records so far (for coverage)
   void destroy_event(core::EventKey event) { events_.erase(event); }
 
   // GPU progress.
   void complete_up_to(const VectorClock& target);
   void complete_instance(int instance) { complete_up_to(last_clock(instance)); }
   VectorClock everything_issued() const;  // join of every instance's last op
+  // Join of the last ops of every instance of the group, destroyed ones included (a context
+  // synchronize waits for all of the context's work).
+  VectorClock group_issued(std::uintptr_t group) const;
   bool is_complete(const OpRef& op) const { return ordered_before(op, done_); }
+  bool is_complete(const VectorClock& clock) const;
   bool idle(int instance) const;
   const VectorClock& done() const { return done_; }
 
@@ -77,12 +90,18 @@ class GpuModel {
   struct Stream {
     core::StreamKey key = 0;
     core::StreamKind kind = core::StreamKind::blocking;
+    std::uintptr_t group = 0;
     bool live = true;
     std::vector<VectorClock> ops;  // ops[p - 1] is the clock of the op at position p
   };
+  struct Event {
+    VectorClock clock;
+    std::uint64_t records = 0;
+  };
   std::vector<Stream> streams_;
   std::map<core::StreamKey, int> live_by_key_;
-  std::map<core::EventKey, VectorClock> events_;
+  std::map<core::EventKey, Event> events_;
+  std::map<core::EventKey, std::uint64_t> records_;  // survives destruction: counts every record
   VectorClock done_;  // per instance: the completed prefix
   VectorClock empty_;
 };

@@ -16,12 +16,40 @@ core::StreamKind ModelOrdering::stream_kind(core::StreamKey stream) {
   return gpu_.kind(instance);
 }
 
-core::Status ModelOrdering::record(core::StreamKey stream, core::Marker* marker) {
+std::uintptr_t ModelOrdering::stream_group(core::StreamKey stream) {
   const int instance = gpu_.instance(stream);
   if (instance < 0) {
-    fail("record on key " + std::to_string(stream) + ", which no live stream has");
-    return core::Status::invalid_value;
+    fail("stream_group of key " + std::to_string(stream) + ", which no live stream has");
+    return 0;
   }
+  return gpu_.group(instance);
+}
+
+bool ModelOrdering::refuse_this_call() {
+  ++calls_;
+  if (fail_one_in_ == 0) return false;
+  std::uint64_t x = fail_seed_ ^ (calls_ * 0x9E3779B97F4A7C15ull);  // splitmix64
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  if (x % fail_one_in_ != 0) return false;
+  ++refused_;
+  return true;
+}
+
+int ModelOrdering::live_instance(core::StreamKey key, const char* call, core::Status* status) {
+  const int instance = gpu_.instance(key);
+  if (instance >= 0) return instance;
+  *status = core::Status::invalid_value;
+  if (unseen_ended_.count(key) == 0) fail(std::string(call) + " on key " + std::to_string(key) + ", which no live stream has");
+  return -1;
+}
+
+core::Status ModelOrdering::record(core::StreamKey stream, core::Marker* marker) {
+  core::Status status = core::Status::success;
+  const int instance = live_instance(stream, "record", &status);
+  if (instance < 0) return status;
+  if (refuse_this_call()) return core::Status::out_of_memory;
   markers_.push_back(MarkerOp{gpu_.issue(instance), true});
   *marker = markers_.size();
   return core::Status::success;
@@ -49,11 +77,10 @@ core::Status ModelOrdering::query(core::Marker marker) {
 core::Status ModelOrdering::wait(core::StreamKey waiter, core::Marker marker) {
   const MarkerOp* found = find(marker, "wait");
   if (found == nullptr) return core::Status::invalid_value;
-  const int instance = gpu_.instance(waiter);
-  if (instance < 0) {
-    fail("wait on key " + std::to_string(waiter) + ", which no live stream has");
-    return core::Status::invalid_value;
-  }
+  core::Status status = core::Status::success;
+  const int instance = live_instance(waiter, "wait", &status);
+  if (instance < 0) return status;
+  if (refuse_this_call()) return core::Status::out_of_memory;
   const OpRef marker_op = found->op;
   const VectorClock after = gpu_.clock_of(marker_op);
   const OpRef wait_op = gpu_.issue(instance, &after);

@@ -1,6 +1,7 @@
 #include "model/watched_backing.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace streampool::testing::model {
 
@@ -10,7 +11,30 @@ core::Status WatchedBacking::map(std::uintptr_t address, std::size_t bytes,
   // (which the engine never makes) could not hide a peak either.
   std::lock_guard guard(mutex_);
   const core::Status status = inner_.map(address, bytes, access);
-  if (core::ok(status)) peak_ = std::max(peak_, inner_.mapped_bytes());
+  if (core::ok(status)) {
+    peak_ = std::max(peak_, inner_.mapped_bytes());
+    mappings_[address] = bytes;
+    if (bytes >= kLargeUnit) {
+      ++units_.large_maps;
+    } else if (bytes >= kMediumUnit) {
+      ++units_.medium_maps;
+    }
+  }
+  return status;
+}
+
+core::Status WatchedBacking::unmap(std::uintptr_t address, std::size_t bytes) {
+  std::lock_guard guard(mutex_);
+  const core::Status status = inner_.unmap(address, bytes);
+  auto it = mappings_.find(address);
+  if (core::ok(status) && it != mappings_.end() && it->second == bytes) {
+    mappings_.erase(it);
+    if (bytes >= kLargeUnit) {
+      ++units_.large_unmaps;
+    } else if (bytes >= kMediumUnit) {
+      ++units_.medium_unmaps;
+    }
+  }
   return status;
 }
 
@@ -26,11 +50,25 @@ void WatchedBacking::reset_peak() {
 
 bool WatchedBacking::range_mapped(std::uintptr_t address, std::size_t bytes) const {
   if (bytes == 0) return true;
-  const std::size_t granule = inner_.granule_bytes();
-  for (std::uintptr_t g = address / granule * granule; g < address + bytes; g += granule) {
-    if (!inner_.is_mapped(g)) return false;
+  std::lock_guard guard(mutex_);
+  // Walk the mappings that cover the range in address order: each must start where the
+  // previous one ended, until the range's end.
+  auto it = mappings_.upper_bound(address);
+  if (it == mappings_.begin()) return false;
+  it = std::prev(it);
+  std::uintptr_t covered = address;
+  const std::uintptr_t end = address + bytes;
+  while (it != mappings_.end() && it->first <= covered) {
+    covered = std::max<std::uintptr_t>(covered, it->first + it->second);
+    if (covered >= end) return true;
+    ++it;
   }
-  return true;
+  return false;
+}
+
+UnitCounts WatchedBacking::unit_counts() const {
+  std::lock_guard guard(mutex_);
+  return units_;
 }
 
 }  // namespace streampool::testing::model

@@ -1,12 +1,18 @@
-// WatchedBacking: an InMemoryBacking that keeps the high watermark of its mapped bytes itself,
-// at every map, so that RESERVED_MEM_HIGH can be checked against what really was mapped, not
-// against the engine's own bookkeeping. reset_peak() mirrors a program's reset of
-// RESERVED_MEM_HIGH.
-// Thread-safe where InMemoryBacking is; the peak is updated under its own mutex.
+// WatchedBacking: an InMemoryBacking that keeps its own account of what is mapped, at every
+// map and unmap, so that the engine's statistics and its live blocks are checked against what
+// really was mapped, not against the engine's own bookkeeping:
+//   mapped_bytes / peak_mapped_bytes   RESERVED_MEM_CURRENT / _HIGH (reset_peak() mirrors a
+//                                      program's reset of RESERVED_MEM_HIGH);
+//   range_mapped                       every byte of a live block lies in a mapping;
+//   unit counts                        which mapping-unit regimes the engine reached (granules,
+//                                      32 MiB units of growths from 64 MiB, 256 MiB units of
+//                                      growths from 1 GiB), mapped and unmapped.
+// Thread-safe where InMemoryBacking is; the account is updated under its own mutex.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 
 #include "core/backing.hpp"
@@ -14,8 +20,18 @@
 
 namespace streampool::testing::model {
 
+struct UnitCounts {
+  std::size_t medium_maps = 0;    // 32 MiB .. 256 MiB mappings
+  std::size_t large_maps = 0;     // 256 MiB and larger
+  std::size_t medium_unmaps = 0;
+  std::size_t large_unmaps = 0;
+};
+
 class WatchedBacking final : public core::Backing {
  public:
+  static constexpr std::size_t kMediumUnit = std::size_t{32} << 20;
+  static constexpr std::size_t kLargeUnit = std::size_t{256} << 20;
+
   explicit WatchedBacking(InMemoryBacking::Config config = {}) : inner_(config) {}
 
   std::size_t granule_bytes() const override { return inner_.granule_bytes(); }
@@ -24,7 +40,7 @@ class WatchedBacking final : public core::Backing {
   core::Status unreserve(std::uintptr_t base, std::size_t bytes) override { return inner_.unreserve(base, bytes); }
   core::Status map(std::uintptr_t address, std::size_t bytes,
                    std::span<const core::AccessDescriptor> access) override;
-  core::Status unmap(std::uintptr_t address, std::size_t bytes) override { return inner_.unmap(address, bytes); }
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override;
   core::Status set_access(std::uintptr_t address, std::size_t bytes,
                           std::span<const core::AccessDescriptor> access) override {
     return inner_.set_access(address, bytes, access);
@@ -34,13 +50,16 @@ class WatchedBacking final : public core::Backing {
   std::size_t peak_mapped_bytes() const;
   void reset_peak();
   std::size_t errors() const { return inner_.errors(); }
-  // Every granule of [address, address + bytes) is mapped.
+  // Every byte of [address, address + bytes) lies in a mapping made and not unmapped since.
   bool range_mapped(std::uintptr_t address, std::size_t bytes) const;
+  UnitCounts unit_counts() const;
 
  private:
   InMemoryBacking inner_;
   mutable std::mutex mutex_;
   std::size_t peak_ = 0;
+  std::map<std::uintptr_t, std::size_t> mappings_;  // start -> bytes, as map() was called
+  UnitCounts units_;
 };
 
 }  // namespace streampool::testing::model
