@@ -148,7 +148,7 @@ int replay_command(const std::vector<std::string>& args) {
               human_bytes(static_cast<double>(result.peak_reserved)).c_str(),
               human_bytes(static_cast<double>(result.peak_used)).c_str(), 100.0 * fragmentation);
   std::printf("  time in the engine: %.3f ms (%.0f ns per call)", result.replay_ns / 1e6, per_call);
-  if (result.recorded_allocator_calls > 0) {
+  if (result.recorded_allocator_calls > 0 && result.recorded_allocator_ns > 0) {  // STREAMPOOL_TIMING was on
     std::printf("; recorded in the program: %.3f ms (%.0f ns per alloc/free)",
                 static_cast<double>(result.recorded_allocator_ns) / 1e6,
                 static_cast<double>(result.recorded_allocator_ns) / static_cast<double>(result.recorded_allocator_calls));
