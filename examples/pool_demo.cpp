@@ -1,7 +1,9 @@
 // pool_demo: an ordinary CUDA driver-API program that allocates in stream order on two
 // streams. It knows nothing of streampool: run it plainly and NVIDIA's pool serves it; run it
 // under LD_PRELOAD=libstreampool.so and streampool does, which the demo shows by printing
-// streampool's own report next to the pool attributes CUDA reports either way.
+// streampool's own statistics (<streampool/streampool.h>, looked up at run time) next to the pool
+// attributes CUDA reports either way. Modes: plain (the driver's own pool), under streampool
+// (LD_PRELOAD or `streampool run`, on a GPU or over the fake driver), STREAMPOOL_DISABLE=1.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -10,14 +12,23 @@
 #include <cstdlib>
 #include <vector>
 
+#include "streampool/streampool.h"
+
 namespace {
 
 void check(CUresult result, const char* what) {
   if (result == CUDA_SUCCESS) return;
   const char* name = nullptr;
   cuGetErrorName(result, &name);
-  std::fprintf(stderr, "pool_demo: %s failed: %s\n", what, name != nullptr ? name : "?");
+  std::fprintf(stderr, "pool_demo: %s failed: %s (%d)\n", what, name != nullptr ? name : "unnamed error",
+               static_cast<int>(result));
   std::exit(1);
+}
+
+// streampool's public interface when it is loaded, else null.
+template <class Function>
+Function streampool_function(Function, const char* name) {
+  return reinterpret_cast<Function>(dlsym(RTLD_DEFAULT, name));
 }
 
 cuuint64_t attribute(CUmemoryPool pool, CUmemPool_attribute which) {
@@ -46,13 +57,27 @@ int main() {
   check(cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
   check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
 
-  using VersionFn = const char* (*)();
-  auto version = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "streampool_version"));
-  std::printf("device 0: %s; allocator: %s%s\n", name, version != nullptr ? "streampool " : "NVIDIA's pool",
-              version != nullptr ? version() : "");
+  const auto version = streampool_function(&streampool_version, "streampool_version");
+  const auto active = streampool_function(&streampool_active, "streampool_active");
+  const bool served = version != nullptr && active != nullptr && active() != 0;
+  if (served) {
+    std::printf("device 0: %s; allocator: streampool %s\n", name, version());
+  } else if (version != nullptr) {
+    std::printf("device 0: %s; allocator: the driver's own pool (streampool %s loaded, STREAMPOOL_DISABLE)\n", name,
+                version());
+  } else {
+    std::printf("device 0: %s; allocator: the driver's own pool\n", name);
+  }
 
   CUmemoryPool pool = nullptr;
-  check(cuDeviceGetDefaultMemPool(&pool, device), "cuDeviceGetDefaultMemPool");
+  const CUresult has_pool = cuDeviceGetDefaultMemPool(&pool, device);
+  if (has_pool == CUDA_ERROR_NOT_SUPPORTED && !served) {
+    // streampool's CPU-only fake driver has no pools of its own: they are streampool's.
+    std::printf("the driver underneath has no memory pools of its own (streampool's fake driver?): nothing to show "
+                "without streampool\n");
+    return 0;
+  }
+  check(has_pool, "cuDeviceGetDefaultMemPool");
   cuuint64_t keep_everything = UINT64_MAX;
   check(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything), "set threshold");
 
@@ -94,13 +119,16 @@ int main() {
   print_pool("after cuMemPoolTrimTo(0)", pool);
   std::printf("checksum of the bytes read back: %lu (expected %lu)\n", checksum, 63ul * 64 / 2);
 
-  using StatsFn = int (*)(char*, std::size_t);
-  if (auto stats = reinterpret_cast<StatsFn>(dlsym(RTLD_DEFAULT, "streampool_stats_json"))) {
-    std::vector<char> report(static_cast<std::size_t>(stats(nullptr, 0)) + 1);
-    stats(report.data(), report.size());
-    std::fputs("streampool's report:\n", stdout);
-    std::fputs(report.data(), stdout);
-    std::fputs("\n", stdout);
+  if (const auto get_stats = streampool_function(&streampool_get_stats, "streampool_get_stats"); served && get_stats) {
+    streampool_stats totals{};
+    totals.struct_size = sizeof totals;
+    const int pools = get_stats(&totals, nullptr, 0);
+    std::printf("streampool: %d pool(s), peak reserved %.2f MiB, peak used %.2f MiB, %llu allocations and %llu "
+                "frees served\n",
+                pools, static_cast<double>(totals.reserved_high) / (1 << 20),
+                static_cast<double>(totals.used_high) / (1 << 20),
+                static_cast<unsigned long long>(totals.allocation_calls),
+                static_cast<unsigned long long>(totals.free_calls));
   }
   check(cuEventDestroy(handed_over), "cuEventDestroy");
   check(cuStreamDestroy(producer), "cuStreamDestroy");

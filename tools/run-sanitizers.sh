@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The engine's and the interposer's tests under ASan+UBSan and under TSan (CI runs this after the
 # main tests). Builds only what those tests need: the engine's tests, libstreampool.so, the fake
-# driver it runs over, and the interposer's test programs (with their mini drivers).
+# driver it runs over, the interposer's test programs (with their mini drivers), and the tests of
+# the public interface and of traces.
 # Usage: tools/run-sanitizers.sh [address|thread ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ for kind in "${kinds[@]}"; do
   echo "== $kind sanitizer build"
   tools/setup.sh "$build_dir" -DSTREAMPOOL_SANITIZE="$kind" -DSTREAMPOOL_ONLY_CORE=OFF -DSTREAMPOOL_BUILD_BENCH=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  cmake --build "$build_dir" -j "$(nproc)" --target core_tests streampool_preload streampool_fakecuda interpose_tests fakedriver_tests
+  cmake --build "$build_dir" -j "$(nproc)" --target core_tests streampool_preload streampool_fakecuda interpose_tests fakedriver_tests \
+    api_public_test api_c_header_test trace_format_test trace_recording_test
   STREAMPOOL_MODEL_PROGRAMS=${STREAMPOOL_SANITIZER_MODEL_PROGRAMS:-1000} \
-    ctest --test-dir "$build_dir" -L 'core|interpose|fakedriver' --output-on-failure -j "$(nproc)" --timeout 900
+    ctest --test-dir "$build_dir" -L 'core|interpose|fakedriver|api|trace' --output-on-failure -j "$(nproc)" --timeout 900
 done

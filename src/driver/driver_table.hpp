@@ -35,6 +35,8 @@
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)               \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)          \
+  /* the hooked error names */                                                                  \
+  X(cuGetErrorName) X(cuGetErrorString)                                                         \
   /* what streampool itself needs */                                                            \
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceTotalMem_v2) X(cuCtxGetCurrent) X(cuDevicePrimaryCtxGetState)                  \
   X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuDevicePrimaryCtxRetain)    \

@@ -32,6 +32,11 @@ inline bool enabled(Level level) noexcept {
 // about 1 KiB are truncated. Never throws.
 void write(Level level, const char* format, ...) noexcept __attribute__((format(printf, 2, 3)));
 
+// For what a user must see even without STREAMPOOL_LOG (no driver to forward to, a setting that
+// makes no sense): writes "streampool: <level>: <message>\n" unless STREAMPOOL_LOG is explicitly
+// off ("off" or "0"). Never throws.
+void notice(Level level, const char* format, ...) noexcept __attribute__((format(printf, 2, 3)));
+
 // Re-reads STREAMPOOL_LOG (tests only: the library reads it once, on first use).
 void reload_for_tests() noexcept;
 

@@ -140,10 +140,17 @@ void load(LoaderState& state) {
       return;
     }
   }
+  // Said by default (one line): otherwise every CUDA call just answers CUDA_ERROR_NO_DEVICE.
   if (inputs.explicit_path != nullptr && inputs.explicit_path[0] != '\0') {
-    STREAMPOOL_LOG_ERROR("STREAMPOOL_LIBCUDA=%s is not a usable driver", inputs.explicit_path);
+    log::notice(log::Level::error,
+                "STREAMPOOL_LIBCUDA=%s is not a usable driver: every CUDA call answers CUDA_ERROR_NO_DEVICE "
+                "(STREAMPOOL_LOG=info says why)",
+                inputs.explicit_path);
   } else {
-    STREAMPOOL_LOG_WARN("no real libcuda.so.1 found; driver calls answer CUDA_ERROR_NO_DEVICE");
+    log::notice(log::Level::error,
+                "NVIDIA's driver (libcuda.so.1) was not found: every CUDA call answers CUDA_ERROR_NO_DEVICE. "
+                "Name it with STREAMPOOL_LIBCUDA=<path>, or run over streampool's CPU-only driver "
+                "(streampool run --fake)");
   }
 }
 

@@ -1,6 +1,9 @@
 #include "settings.hpp"
 
 #include <cstdlib>
+#include <cstring>
+
+#include "log.hpp"
 
 namespace streampool::driver::detail {
 
@@ -15,8 +18,24 @@ bool flag_set(const char* name) noexcept {
 }
 }  // namespace
 
+// STREAMPOOL_DISABLE: 1/true/yes/on disable, 0/false/no/off (and unset) do not; anything else
+// disables too (as any value but "0" always did) and is warned about.
+bool disable_requested() noexcept {
+  const char* value = std::getenv("STREAMPOOL_DISABLE");
+  if (value == nullptr || value[0] == '\0') return false;
+  for (const char* no : {"0", "false", "no", "off"}) {
+    if (std::strcmp(value, no) == 0) return false;
+  }
+  for (const char* yes : {"1", "true", "yes", "on"}) {
+    if (std::strcmp(value, yes) == 0) return true;
+  }
+  log::notice(log::Level::warn, "unknown STREAMPOOL_DISABLE value '%.64s' (expected 1 or 0): streampool is disabled",
+              value);
+  return true;
+}
+
 bool read_passthrough_setting() noexcept {
-  const int state = flag_set("STREAMPOOL_DISABLE") ? 1 : 0;
+  const int state = disable_requested() ? 1 : 0;
   passthrough_state.store(state, std::memory_order_relaxed);
   return state == 1;
 }

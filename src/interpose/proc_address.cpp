@@ -1,7 +1,7 @@
 // cuGetProcAddress and cuGetProcAddress_v2: the way into the driver for cudart 12/13 (static and
 // dynamic), cuda.bindings and JAX, which never call exported cu* names directly.
 //
-// Routing (ARCHITECTURE.md, "Interposition"): ask the REAL driver with the caller's exact symbol,
+// Routing (docs/ARCHITECTURE.md, "Interposition"): ask the REAL driver with the caller's exact symbol,
 // cudaVersion and flags; keep its return code and symbolStatus; map the pointer it returned back to
 // the exported, versioned name it is (cuMemAllocAsync at flags 2 is cuMemAllocAsync_ptsz,
 // cuCtxSynchronize at 13000 may be cuCtxSynchronize_v2); if streampool hooks exactly that name,

@@ -75,4 +75,76 @@ TEST(WithoutUsableDriver, GetProcAddressAnswersNoDeviceAndNoPointer) {
   EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
 }
 
+TEST(WithoutUsableDriver, ErrorNamesAreStillAnswered) {
+  const auto name_of = reinterpret_cast<CUresult (*)(CUresult, const char**)>(dlsym(streampool_handle(), "cuGetErrorName"));
+  const auto text_of =
+      reinterpret_cast<CUresult (*)(CUresult, const char**)>(dlsym(streampool_handle(), "cuGetErrorString"));
+  const char* name = nullptr;
+  const char* text = nullptr;
+
+  ASSERT_EQ(name_of(CUDA_ERROR_NO_DEVICE, &name), CUDA_SUCCESS);
+  ASSERT_EQ(text_of(CUDA_ERROR_NO_DEVICE, &text), CUDA_SUCCESS);
+  EXPECT_STREQ(name, "CUDA_ERROR_NO_DEVICE");
+  EXPECT_STREQ(text, "no CUDA-capable device is detected");
+  EXPECT_EQ(name_of(static_cast<CUresult>(777), &name), CUDA_ERROR_INVALID_VALUE);
+}
+
+// Death tests re-run this program ("threadsafe"), so the child finds the driver afresh.
+TEST(WithoutUsableDriver, SaysSoInOneLineOnStderrWithoutBeingAsked) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        unsetenv("STREAMPOOL_LOG");
+        int count = -1;
+        reinterpret_cast<CUresult (*)(int*)>(dlsym(streampool_handle(), "cuDeviceGetCount"))(&count);
+        reinterpret_cast<CUresult (*)(int*)>(dlsym(streampool_handle(), "cuDeviceGetCount"))(&count);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "^streampool: error: STREAMPOOL_LIBCUDA=[^\n]* is not a usable driver: every CUDA call answers "
+      "CUDA_ERROR_NO_DEVICE[^\n]*\n$");
+}
+
+TEST(WithoutUsableDriver, StaysSilentWhenTheLogIsExplicitlyOff) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("STREAMPOOL_LOG", "off", 1);
+        int count = -1;
+        reinterpret_cast<CUresult (*)(int*)>(dlsym(streampool_handle(), "cuDeviceGetCount"))(&count);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "^$");
+}
+
+TEST(PassThrough, AnUnknownDisableValueIsWarnedAboutAndDisables) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("STREAMPOOL_DISABLE", "maybe", 1);
+        void* function = nullptr;
+        CUdriverProcAddressQueryResult status{};
+        const auto ours = reinterpret_cast<GetProcAddressV2>(dlsym(streampool_handle(), "cuGetProcAddress_v2"));
+        void* driver = dlopen(STREAMPOOL_TEST_MINI_DRIVER, RTLD_NOW | RTLD_LOCAL);
+        ours("cuMemAllocAsync", &function, 13000, 0, &status);
+        std::_Exit(function == dlsym(driver, "cuMemAllocAsync") ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "^streampool: warn: unknown STREAMPOOL_DISABLE value 'maybe' \\(expected 1 or 0\\): streampool is disabled\n$");
+}
+
+TEST(PassThrough, FalseDoesNotDisable) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("STREAMPOOL_DISABLE", "false", 1);
+        void* function = nullptr;
+        CUdriverProcAddressQueryResult status{};
+        const auto ours = reinterpret_cast<GetProcAddressV2>(dlsym(streampool_handle(), "cuGetProcAddress_v2"));
+        ours("cuMemAllocAsync", &function, 13000, 0, &status);
+        std::_Exit(function == dlsym(streampool_handle(), "cuMemAllocAsync") ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "^$");
+}
+
 }  // namespace

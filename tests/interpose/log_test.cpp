@@ -37,6 +37,12 @@ TEST(Log, NumericLevelFourWritesEverything) {
               "^streampool: error: e1\nstreampool: warn: w2\nstreampool: info: i3\nstreampool: debug: d4\n$");
 }
 
+TEST(Log, UnknownValueIsWarnedAboutAndLogsErrors) {
+  EXPECT_EXIT(log_each_level_with("verbose"), ::testing::ExitedWithCode(0),
+              "^streampool: warn: unknown STREAMPOOL_LOG value 'verbose' \\(expected off, error, warn, info, debug "
+              "or 0-4\\): logging errors only\nstreampool: error: e1\n$");
+}
+
 TEST(Log, DisabledLevelDoesNotEvaluateArguments) {
   unsetenv("STREAMPOOL_LOG");
   log::reload_for_tests();

@@ -20,6 +20,7 @@
 #include "ipc.hpp"
 #include "process_state.hpp"
 #include "route_cache.hpp"
+#include "trace_points.hpp"
 #include "driver/stream_registry.hpp"
 
 namespace streampool::interpose {
@@ -81,6 +82,7 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
   }
   if (core::ok(status)) [[likely]] {
     *dptr = reinterpret_cast<CUdeviceptr>(address);
+    trace_detail::served_pool = reinterpret_cast<std::uintptr_t>(pool);  // for the trace: one TLS store
     return CUDA_SUCCESS;
   }
   *dptr = 0;
@@ -236,36 +238,48 @@ bool live_pool(core::Pool* pool) noexcept {
 using streampool::interpose::Hook;
 
 STREAMPOOL_HOOK CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return streampool::interpose::alloc_async(Hook::cuMemAllocAsync, &streampool::driver::DriverTable::cuMemAllocAsync,
+  return streampool::interpose::traced_alloc(streampool::trace::Op::alloc, false, dptr, bytesize, nullptr, hStream, [&] {
+    return streampool::interpose::alloc_async(Hook::cuMemAllocAsync, &streampool::driver::DriverTable::cuMemAllocAsync,
                                             dptr, bytesize, hStream, false);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
-  return streampool::interpose::alloc_async(Hook::cuMemAllocAsync_ptsz,
+  return streampool::interpose::traced_alloc(streampool::trace::Op::alloc, true, dptr, bytesize, nullptr, hStream, [&] {
+    return streampool::interpose::alloc_async(Hook::cuMemAllocAsync_ptsz,
                                             &streampool::driver::DriverTable::cuMemAllocAsync_ptsz, dptr, bytesize,
                                             hStream, true);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                                  CUstream hStream) {
-  return streampool::interpose::alloc_from_pool_async(Hook::cuMemAllocFromPoolAsync,
+  return streampool::interpose::traced_alloc(streampool::trace::Op::alloc_from_pool, false, dptr, bytesize, pool, hStream, [&] {
+    return streampool::interpose::alloc_from_pool_async(Hook::cuMemAllocFromPoolAsync,
                                                       &streampool::driver::DriverTable::cuMemAllocFromPoolAsync, dptr,
                                                       bytesize, pool, hStream, false);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                                       CUstream hStream) {
-  return streampool::interpose::alloc_from_pool_async(Hook::cuMemAllocFromPoolAsync_ptsz,
+  return streampool::interpose::traced_alloc(streampool::trace::Op::alloc_from_pool, true, dptr, bytesize, pool, hStream, [&] {
+    return streampool::interpose::alloc_from_pool_async(Hook::cuMemAllocFromPoolAsync_ptsz,
                                                       &streampool::driver::DriverTable::cuMemAllocFromPoolAsync_ptsz,
                                                       dptr, bytesize, pool, hStream, true);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
-  return streampool::interpose::free_async(Hook::cuMemFreeAsync, &streampool::driver::DriverTable::cuMemFreeAsync, dptr,
+  return streampool::interpose::traced_free(streampool::trace::Op::free, false, dptr, hStream, [&] {
+    return streampool::interpose::free_async(Hook::cuMemFreeAsync, &streampool::driver::DriverTable::cuMemFreeAsync, dptr,
                                            hStream, false);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
-  return streampool::interpose::free_async(Hook::cuMemFreeAsync_ptsz,
+  return streampool::interpose::traced_free(streampool::trace::Op::free, true, dptr, hStream, [&] {
+    return streampool::interpose::free_async(Hook::cuMemFreeAsync_ptsz,
                                            &streampool::driver::DriverTable::cuMemFreeAsync_ptsz, dptr, hStream, true);
+  });
 }

@@ -5,6 +5,7 @@
 #include "call_counters.hpp"
 #include "process_state.hpp"
 #include "raw_enum.hpp"
+#include "trace_points.hpp"
 
 namespace streampool::interpose {
 
@@ -83,7 +84,16 @@ CUresult device_get_attribute(int* value, int attribute, CUdevice device) noexce
 namespace sp = streampool::interpose;
 
 STREAMPOOL_HOOK CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
-  return sp::pool_set_attribute(pool, sp::raw_enum(attr), value);
+  // Traced: the attribute and its value (the three reuse flags are ints, the others 64-bit).
+  const int attribute = sp::raw_enum(attr);
+  std::uint64_t traced_value = 0;
+  if (value != nullptr && sp::tracing()) {
+    traced_value = attribute >= 1 && attribute <= 3 ? static_cast<std::uint64_t>(*static_cast<const int*>(value))
+                                                    : *static_cast<const std::uint64_t*>(value);
+  }
+  return sp::traced(streampool::trace::Op::pool_set_attribute, 0, nullptr, reinterpret_cast<std::uintptr_t>(pool),
+                    traced_value, static_cast<std::uint64_t>(attribute),
+                    [&] { return sp::pool_set_attribute(pool, attribute, value); });
 }
 
 STREAMPOOL_HOOK CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {

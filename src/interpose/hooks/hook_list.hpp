@@ -20,7 +20,8 @@
   X(cuPointerGetAttributes) X(cuMemGetAddressRange_v2) X(cuDeviceGetAttribute)                    \
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)                 \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                  \
-  X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)
+  X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)           \
+  X(cuGetErrorName) X(cuGetErrorString)
 
 namespace streampool::interpose {
 

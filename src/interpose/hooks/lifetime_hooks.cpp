@@ -21,6 +21,7 @@
 #include "driver/stream_registry.hpp"
 #include "process_state.hpp"
 #include "tracking.hpp"
+#include "trace_points.hpp"
 
 namespace streampool::interpose {
 
@@ -193,29 +194,39 @@ namespace sp = streampool::interpose;
 using streampool::driver::real;
 
 STREAMPOOL_HOOK CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
-  return sp::stream_create(Hook::cuStreamCreate, phStream, Flags,
+  return sp::traced_create(streampool::trace::Op::stream_create, static_cast<std::uint16_t>(Flags), false, phStream, 0, 0, [&] {
+    return sp::stream_create(Hook::cuStreamCreate, phStream, Flags,
                            [=] { return sp::forward(real().cuStreamCreate, phStream, Flags); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
-  return sp::stream_create(Hook::cuStreamCreateWithPriority, phStream, flags,
+  return sp::traced_create(streampool::trace::Op::stream_create, static_cast<std::uint16_t>(flags), false, phStream, 0, 0, [&] {
+    return sp::stream_create(Hook::cuStreamCreateWithPriority, phStream, flags,
                            [=] { return sp::forward(real().cuStreamCreateWithPriority, phStream, flags, priority); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuGreenCtxStreamCreate(CUstream* phStream, CUgreenCtx greenCtx, unsigned int flags,
                                                 int priority) {
-  return sp::stream_create(Hook::cuGreenCtxStreamCreate, phStream, flags, [=] {
+  return sp::traced_create(streampool::trace::Op::stream_create, static_cast<std::uint16_t>(flags), false, phStream, 0, 0, [&] {
+    return sp::stream_create(Hook::cuGreenCtxStreamCreate, phStream, flags, [=] {
     return sp::forward(real().cuGreenCtxStreamCreate, phStream, greenCtx, flags, priority);
+  });
   });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamDestroy(CUstream hStream) {
-  return sp::stream_destroy(Hook::cuStreamDestroy, hStream, [=] { return sp::forward(real().cuStreamDestroy, hStream); });
+  return sp::traced(streampool::trace::Op::stream_destroy, 0, hStream, 0, 0, 0, [&] {
+    return sp::stream_destroy(Hook::cuStreamDestroy, hStream, [=] { return sp::forward(real().cuStreamDestroy, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamDestroy_v2(CUstream hStream) {
-  return sp::stream_destroy(Hook::cuStreamDestroy_v2, hStream,
+  return sp::traced(streampool::trace::Op::stream_destroy, 0, hStream, 0, 0, 0, [&] {
+    return sp::stream_destroy(Hook::cuStreamDestroy_v2, hStream,
                             [=] { return sp::forward(real().cuStreamDestroy_v2, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) { return sp::event_create(phEvent, Flags); }

@@ -17,6 +17,7 @@
 #include "driver/stream_registry.hpp"
 #include "ipc.hpp"
 #include "tracking.hpp"
+#include "trace_points.hpp"
 
 namespace streampool::interpose {
 
@@ -152,7 +153,9 @@ CUresult mem_get_address_range(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dp
 
 namespace sp = streampool::interpose;
 
-STREAMPOOL_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr) { return sp::mem_free(dptr); }
+STREAMPOOL_HOOK CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  return sp::traced_free(streampool::trace::Op::free_completed, false, dptr, nullptr, [&] { return sp::mem_free(dptr); });
+}
 
 STREAMPOOL_HOOK CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   return sp::pointer_get_attribute(data, attribute, ptr);

@@ -18,6 +18,7 @@
 #include "process_state.hpp"
 #include "driver/vmm_backing.hpp"
 #include "raw_enum.hpp"
+#include "trace_points.hpp"
 
 namespace streampool::interpose {
 
@@ -397,10 +398,23 @@ using streampool::interpose::Hook;
 namespace sp = streampool::interpose;
 
 STREAMPOOL_HOOK CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
-  return sp::pool_create(pool, poolProps);
+  // Traced: the allocation type, the maximum size and the location (type << 32 | id).
+  // (The enum fields as the ints the program stored: raw_enum.hpp.)
+  const auto type = poolProps != nullptr ? static_cast<std::uint16_t>(sp::raw_enum(poolProps->allocType)) : std::uint16_t{0};
+  const std::uint64_t max_size = poolProps != nullptr ? poolProps->maxSize : 0;
+  const std::uint64_t location =
+      poolProps != nullptr
+          ? (static_cast<std::uint64_t>(static_cast<std::uint32_t>(sp::raw_enum(poolProps->location.type))) << 32) |
+                static_cast<std::uint32_t>(poolProps->location.id)
+          : 0;
+  return sp::traced_create(streampool::trace::Op::pool_create, type, true, pool, max_size, location,
+                           [&] { return sp::pool_create(pool, poolProps); });
 }
 
-STREAMPOOL_HOOK CUresult cuMemPoolDestroy(CUmemoryPool pool) { return sp::pool_destroy(pool); }
+STREAMPOOL_HOOK CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  return sp::traced(streampool::trace::Op::pool_destroy, 0, nullptr, reinterpret_cast<std::uintptr_t>(pool), 0, 0,
+                    [&] { return sp::pool_destroy(pool); });
+}
 
 STREAMPOOL_HOOK CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
   return sp::pool_set_access(pool, map, count);
@@ -411,7 +425,9 @@ STREAMPOOL_HOOK CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPo
 }
 
 STREAMPOOL_HOOK CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
-  return sp::pool_trim_to(pool, minBytesToKeep);
+  return sp::traced(streampool::trace::Op::pool_trim, 0, nullptr, reinterpret_cast<std::uintptr_t>(pool), minBytesToKeep, 0, [&] {
+    return sp::pool_trim_to(pool, minBytesToKeep);
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {

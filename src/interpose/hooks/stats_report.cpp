@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "call_counters.hpp"
@@ -15,6 +16,7 @@
 #include "driver/log.hpp"
 #include "process_state.hpp"
 #include "driver/real_library.hpp"
+#include "trace/recorder.hpp"
 
 namespace streampool::interpose {
 
@@ -171,7 +173,21 @@ std::string stats_json() {
     out += "\":";
     out += std::to_string(calls[i]);
   }
-  out += "}}";
+  // What the allocator served, and the time it took (measured with STREAMPOOL_TIMING=1).
+  out += "},\"served\":{";
+  const auto sum = [&calls](std::initializer_list<Hook> hooks) {
+    std::uint64_t total = 0;
+    for (Hook hook : hooks) total += calls[static_cast<unsigned>(hook)];
+    return total;
+  };
+  append_field(out, "allocations", sum({Hook::cuMemAllocAsync, Hook::cuMemAllocAsync_ptsz, Hook::cuMemAllocFromPoolAsync,
+                                        Hook::cuMemAllocFromPoolAsync_ptsz}));
+  append_field(out, "frees", sum({Hook::cuMemFreeAsync, Hook::cuMemFreeAsync_ptsz}));
+  append_field(out, "timed_calls", trace::timed_calls());
+  append_field(out, "time_in_allocator_ns", trace::timed_ns());
+  out += "\"trace\":\"";
+  append_escaped(out, trace::current_path());
+  out += "\"}}";
   return out;
 }
 
@@ -213,17 +229,3 @@ void register_stats_report_at_exit() noexcept {
 }
 
 }  // namespace streampool::interpose
-
-extern "C" __attribute__((visibility("default"))) int streampool_stats_json(char* buffer, size_t size) {
-  try {
-    std::string report = streampool::interpose::stats_json();
-    if (buffer != nullptr && size > 0) {
-      std::size_t copied = report.size() < size - 1 ? report.size() : size - 1;
-      std::memcpy(buffer, report.data(), copied);
-      buffer[copied] = '\0';
-    }
-    return static_cast<int>(report.size());
-  } catch (...) {
-    return -1;
-  }
-}

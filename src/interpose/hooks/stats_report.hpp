@@ -8,7 +8,7 @@
 // forked after the report was registered writes one only when the path holds %p: otherwise the
 // path names its parent's report. A report that cannot be written (no such folder, a full disk)
 // leaves the exit status alone and says why on stderr at STREAMPOOL_LOG=warn.
-// streampool_stats_json() (exported, C) writes the same report into a caller's buffer.
+// streampool_stats_json() (include/streampool/streampool.h) writes the same report into a caller's buffer.
 #pragma once
 
 #include <sys/types.h>
@@ -26,8 +26,3 @@ std::string expand_stats_path(std::string_view setting, pid_t pid);
 bool names_each_process(std::string_view setting);
 
 }  // namespace streampool::interpose
-
-// Writes the report, NUL-terminated and truncated to `size` bytes, into `buffer` (which may be null
-// when size is 0). Returns the report's length in bytes without the NUL, as snprintf does, so a
-// return value >= size means the buffer was too small; -1 on failure.
-extern "C" __attribute__((visibility("default"))) int streampool_stats_json(char* buffer, size_t size);

@@ -19,6 +19,7 @@
 #include "process_state.hpp"
 #include "route_cache.hpp"
 #include "tracking.hpp"
+#include "trace_points.hpp"
 
 namespace streampool::interpose {
 
@@ -131,72 +132,100 @@ using streampool::driver::real;
 // --- event records and waits ---------------------------------------------------------------------
 
 STREAMPOOL_HOOK CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
-  return sp::record_event(Hook::cuEventRecord, hEvent, hStream, false,
+  return sp::traced(streampool::trace::Op::event_record, 0, hStream, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::record_event(Hook::cuEventRecord, hEvent, hStream, false,
                           [=] { return sp::forward(real().cuEventRecord, hEvent, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
-  return sp::record_event(Hook::cuEventRecord_ptsz, hEvent, hStream, true,
+  return sp::traced(streampool::trace::Op::event_record, streampool::trace::kPerThreadVariant, hStream, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::record_event(Hook::cuEventRecord_ptsz, hEvent, hStream, true,
                           [=] { return sp::forward(real().cuEventRecord_ptsz, hEvent, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
-  return sp::record_event(Hook::cuEventRecordWithFlags, hEvent, hStream, false,
+  return sp::traced(streampool::trace::Op::event_record, 0, hStream, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::record_event(Hook::cuEventRecordWithFlags, hEvent, hStream, false,
                           [=] { return sp::forward(real().cuEventRecordWithFlags, hEvent, hStream, flags); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
-  return sp::record_event(Hook::cuEventRecordWithFlags_ptsz, hEvent, hStream, true,
+  return sp::traced(streampool::trace::Op::event_record, streampool::trace::kPerThreadVariant, hStream, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::record_event(Hook::cuEventRecordWithFlags_ptsz, hEvent, hStream, true,
                           [=] { return sp::forward(real().cuEventRecordWithFlags_ptsz, hEvent, hStream, flags); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
-  return sp::wait_event(Hook::cuStreamWaitEvent, hStream, hEvent, false,
+  return sp::traced(streampool::trace::Op::stream_wait_event, 0, hStream, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::wait_event(Hook::cuStreamWaitEvent, hStream, hEvent, false,
                         [=] { return sp::forward(real().cuStreamWaitEvent, hStream, hEvent, Flags); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
-  return sp::wait_event(Hook::cuStreamWaitEvent_ptsz, hStream, hEvent, true,
+  return sp::traced(streampool::trace::Op::stream_wait_event, streampool::trace::kPerThreadVariant, hStream, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::wait_event(Hook::cuStreamWaitEvent_ptsz, hStream, hEvent, true,
                         [=] { return sp::forward(real().cuStreamWaitEvent_ptsz, hStream, hEvent, Flags); });
+  });
 }
 
 // --- host synchronisation ------------------------------------------------------------------------
 
 STREAMPOOL_HOOK CUresult cuStreamSynchronize(CUstream hStream) {
-  return sp::stream_sync_or_query(Hook::cuStreamSynchronize, hStream, false, true,
+  return sp::traced(streampool::trace::Op::stream_synchronize, 0, hStream, 0, 0, 0, [&] {
+    return sp::stream_sync_or_query(Hook::cuStreamSynchronize, hStream, false, true,
                                   [=] { return sp::forward(real().cuStreamSynchronize, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
-  return sp::stream_sync_or_query(Hook::cuStreamSynchronize_ptsz, hStream, true, true,
+  return sp::traced(streampool::trace::Op::stream_synchronize, streampool::trace::kPerThreadVariant, hStream, 0, 0, 0, [&] {
+    return sp::stream_sync_or_query(Hook::cuStreamSynchronize_ptsz, hStream, true, true,
                                   [=] { return sp::forward(real().cuStreamSynchronize_ptsz, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamQuery(CUstream hStream) {
-  return sp::stream_sync_or_query(Hook::cuStreamQuery, hStream, false, false,
+  return sp::traced(streampool::trace::Op::stream_query, 0, hStream, 0, 0, 0, [&] {
+    return sp::stream_sync_or_query(Hook::cuStreamQuery, hStream, false, false,
                                   [=] { return sp::forward(real().cuStreamQuery, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuStreamQuery_ptsz(CUstream hStream) {
-  return sp::stream_sync_or_query(Hook::cuStreamQuery_ptsz, hStream, true, false,
+  return sp::traced(streampool::trace::Op::stream_query, streampool::trace::kPerThreadVariant, hStream, 0, 0, 0, [&] {
+    return sp::stream_sync_or_query(Hook::cuStreamQuery_ptsz, hStream, true, false,
                                   [=] { return sp::forward(real().cuStreamQuery_ptsz, hStream); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuEventSynchronize(CUevent hEvent) {
-  return sp::event_sync_or_query(Hook::cuEventSynchronize, hEvent, true,
+  return sp::traced(streampool::trace::Op::event_synchronize, 0, nullptr, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::event_sync_or_query(Hook::cuEventSynchronize, hEvent, true,
                                  [=] { return sp::forward(real().cuEventSynchronize, hEvent); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuEventQuery(CUevent hEvent) {
-  return sp::event_sync_or_query(Hook::cuEventQuery, hEvent, false,
+  return sp::traced(streampool::trace::Op::event_query, 0, nullptr, 0, 0, reinterpret_cast<std::uintptr_t>(hEvent), [&] {
+    return sp::event_sync_or_query(Hook::cuEventQuery, hEvent, false,
                                  [=] { return sp::forward(real().cuEventQuery, hEvent); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuCtxSynchronize(void) {
-  return sp::context_sync(Hook::cuCtxSynchronize, nullptr, [] { return sp::forward(real().cuCtxSynchronize); });
+  return sp::traced(streampool::trace::Op::context_synchronize, 0, nullptr, 0, 0, 0, [&] {
+    return sp::context_sync(Hook::cuCtxSynchronize, nullptr, [] { return sp::forward(real().cuCtxSynchronize); });
+  });
 }
 
 STREAMPOOL_HOOK CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  return sp::context_sync(Hook::cuCtxSynchronize_v2, ctx,
+  return sp::traced(streampool::trace::Op::context_synchronize, 0, nullptr, 0, 0, reinterpret_cast<std::uintptr_t>(ctx), [&] {
+    return sp::context_sync(Hook::cuCtxSynchronize_v2, ctx,
                           [=] { return sp::forward(real().cuCtxSynchronize_v2, ctx); });
+  });
 }

@@ -1,0 +1,99 @@
+/* streampool's public C interface (C99 and C++): what a program may ask of streampool when it runs
+ * under it. libstreampool.so (the LD_PRELOAD library) exports these functions; the CUDA runtime
+ * library of streampool exports the same ones.
+ *
+ * A program that must also run without streampool should not link them directly: look them up at
+ * run time instead, and treat a missing symbol as "streampool is not here":
+ *
+ *     typedef int (*streampool_active_fn)(void);
+ *     streampool_active_fn active = (streampool_active_fn)dlsym(RTLD_DEFAULT, "streampool_active");
+ *     if (active != NULL && active()) { ... }
+ *
+ * A program built against streampool (find_package(streampool), target streampool::preload or
+ * streampool::cudart; or pkg-config streampool) may call them directly.
+ *
+ * None of these functions throws, blocks on the GPU or calls into the CUDA driver; all are safe to
+ * call from any thread at any time, before CUDA is initialised and after. */
+#ifndef STREAMPOOL_STREAMPOOL_H
+#define STREAMPOOL_STREAMPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STREAMPOOL_VERSION_MAJOR 0
+#define STREAMPOOL_VERSION_MINOR 1
+#define STREAMPOOL_VERSION_PATCH 0
+/* The version of this header; streampool_version() is the library's. */
+#define STREAMPOOL_VERSION_STRING "0.1.0"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library's version, "MAJOR.MINOR.PATCH". Never NULL. */
+const char* streampool_version(void);
+
+/* 1 when streampool serves this process's stream-ordered allocations; 0 when it is loaded but
+ * passes every call through to NVIDIA's driver (STREAMPOOL_DISABLE=1). */
+int streampool_active(void);
+
+/* --- statistics ------------------------------------------------------------------------------ */
+
+/* One pool, as CUDA's pool attributes would report it. */
+typedef struct streampool_pool_stats {
+  uint64_t handle;            /* the CUmemoryPool handle value */
+  int32_t kind;               /* 1: device memory, 2: pinned host memory, 3: managed memory */
+  int32_t location_type;      /* CUmemLocationType (1: device, 2: host, ...; 0 for managed) */
+  int32_t location_id;        /* the device ordinal (or NUMA node) of the location */
+  int32_t is_default;         /* 1 for a default pool of its location */
+  uint64_t release_threshold; /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+  uint64_t reserved_current;  /* bytes of physical memory the pool holds now */
+  uint64_t reserved_high;     /* ... at most since creation or the last reset */
+  uint64_t used_current;      /* bytes handed out to the program now */
+  uint64_t used_high;         /* ... at most */
+} streampool_pool_stats;
+
+/* The process as a whole. Set struct_size to sizeof(streampool_stats) before the call: a later
+ * library fills only the fields a program built against an older header knows. */
+typedef struct streampool_stats {
+  uint32_t struct_size;
+  uint32_t pool_count;           /* live pools */
+  uint64_t reserved_current;     /* sums over the live pools */
+  uint64_t reserved_high;        /* sum of the pools' peaks (an upper bound of the process's peak) */
+  uint64_t used_current;
+  uint64_t used_high;
+  uint64_t allocation_calls;     /* cuMemAllocAsync and cuMemAllocFromPoolAsync calls (all variants) */
+  uint64_t free_calls;           /* cuMemFreeAsync calls (all variants) */
+  uint64_t time_in_allocator_ns; /* measured only with STREAMPOOL_TIMING=1 (streampool run sets it), else 0 */
+  uint64_t timed_calls;          /* the calls time_in_allocator_ns covers */
+} streampool_stats;
+
+/* Fills *totals (when not NULL) and the first `capacity` entries of `pools` (may be NULL when
+ * capacity is 0). Returns the number of live pools, which may exceed `capacity` (call again with a
+ * larger array), or -1 when totals->struct_size is too small or the snapshot failed. */
+int streampool_get_stats(streampool_stats* totals, streampool_pool_stats* pools, size_t capacity);
+
+/* The same report as JSON (the format STREAMPOOL_STATS writes at exit), NUL-terminated and
+ * truncated to `size` bytes, into `buffer` (may be NULL when size is 0). Returns the report's length
+ * without the NUL, as snprintf does: a value >= size means the buffer was too small. -1 on failure. */
+int streampool_stats_json(char* buffer, size_t size);
+
+/* --- traces (format: docs/TRACE_FORMAT.md; `streampool replay`, `streampool plot`) ------------- */
+
+/* Starts recording every allocator and ordering event into the file `path` (%p: the process id,
+ * %%: a percent sign). Returns 0, or an errno value: EBUSY when a trace is already being recorded
+ * (STREAMPOOL_TRACE starts one at the first CUDA call), EINVAL for an empty path, or why the file
+ * could not be created. */
+int streampool_trace_start(const char* path);
+
+/* Writes every thread's buffered events to the file. 0, or ENOENT when no trace is recording. */
+int streampool_trace_flush(void);
+
+/* Flushes and closes the trace. 0, or ENOENT when no trace is recording. */
+int streampool_trace_stop(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* STREAMPOOL_STREAMPOOL_H */

@@ -1,0 +1,22 @@
+// What the public C interface (include/streampool/streampool.h, implemented once in
+// public_api.cpp) needs from the library that exports it. libstreampool.so defines these in
+// src/interpose/hooks/api_host.cpp; another library that serves the pool family (the CUDA runtime
+// library) links the streampool_api object library and defines them over its own state.
+#pragma once
+
+#include <string>
+
+#include "streampool/streampool.h"
+
+namespace streampool::api {
+
+// streampool serves this process's allocations (not STREAMPOOL_DISABLE).
+bool host_active() noexcept;
+// Fills the live pools' statistics into `pools` (at most `capacity`) and the sums and call counts
+// into *totals (every field after struct_size; time_in_allocator_ns is filled by the caller).
+// Returns the number of live pools. May throw (the caller catches).
+int host_stats(streampool_stats* totals, streampool_pool_stats* pools, size_t capacity);
+// The JSON report. May throw.
+std::string host_stats_json();
+
+}  // namespace streampool::api

@@ -1,0 +1,67 @@
+// Replaying a trace through the engine on the CPU: the recorded allocator and ordering events
+// drive a real core::Engine over an in-memory backing (no device memory) and an ordering whose
+// markers complete when the trace shows a host synchronisation covering them. What-if settings
+// change the pools' policy; the result says what the engine would have reserved.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/reader.hpp"
+
+namespace streampool::cli {
+
+struct WhatIf {
+  std::optional<std::uint64_t> release_threshold;  // every pool's, instead of the recorded one
+  std::optional<int> reuse_flags;                  // bit 0 follow events, 1 opportunistic, 2 internal deps
+  std::size_t granule_bytes = 2u << 20;
+  std::optional<std::uint64_t> max_pool_size;      // for every pool without a smaller one
+};
+
+struct Sample {  // one pool after one event
+  std::uint64_t time_ns = 0;
+  std::uint64_t reserved = 0;
+  std::uint64_t used = 0;
+};
+
+struct PoolResult {
+  std::uint64_t handle = 0;  // as recorded
+  std::uint64_t peak_reserved = 0;
+  std::uint64_t peak_used = 0;
+  std::uint64_t used_at_peak_reserved = 0;
+  std::uint64_t allocations = 0;
+  std::uint64_t failed_allocations = 0;  // refused in the replay (recorded ones that failed are skipped)
+  std::vector<Sample> samples;           // when `keep_samples`
+};
+
+struct Allocation {  // for the plot's lanes
+  std::uint64_t stream = 0;
+  std::uint64_t pool = 0;
+  std::uint64_t size = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;  // the trace's end when never freed
+};
+
+struct ReplayResult {
+  std::vector<PoolResult> pools;
+  std::uint64_t events = 0;
+  std::uint64_t peak_reserved = 0;  // of all pools together
+  std::uint64_t used_at_peak_reserved = 0;
+  std::uint64_t peak_used = 0;
+  double replay_ns = 0;                 // wall time of the engine calls
+  std::uint64_t engine_calls = 0;
+  std::uint64_t recorded_allocator_ns = 0;  // the trace's own alloc/free durations
+  std::uint64_t recorded_allocator_calls = 0;
+  std::uint64_t duration_ns = 0;        // the trace's span
+  std::vector<Allocation> allocations;  // when `keep_samples`
+};
+
+// `progress` (may be empty) is called with a fraction from 0 to 1 now and then.
+ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_samples,
+                    const std::function<void(double)>& progress);
+
+}  // namespace streampool::cli

@@ -1,0 +1,114 @@
+// `streampool report stats.json`: a STREAMPOOL_STATS report as a short table.
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.hpp"
+
+namespace streampool::cli {
+
+std::string human_bytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 4) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return text;
+}
+
+bool read_file(const std::string& path, std::string* text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  *text = buffer.str();
+  return true;
+}
+
+bool parse_size(const std::string& text, std::uint64_t* bytes) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) return false;
+  std::uint64_t scale = 1;
+  const std::string suffix(end);
+  if (suffix == "K" || suffix == "KiB" || suffix == "k") scale = 1ULL << 10;
+  else if (suffix == "M" || suffix == "MiB") scale = 1ULL << 20;
+  else if (suffix == "G" || suffix == "GiB") scale = 1ULL << 30;
+  else if (!suffix.empty()) return false;
+  *bytes = static_cast<std::uint64_t>(value) * scale;
+  return true;
+}
+
+std::string render_report(const Json& report, const std::string& title) {
+  std::ostringstream out;
+  const Json& head = report["streampool"];
+  out << "streampool " << head["version"].text << ": " << title;
+  if (head["disabled"].boolean) out << " (STREAMPOOL_DISABLE: everything passed through)";
+  out << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-16s %-12s %-8s %14s %14s %14s\n", "pool", "kind", "location", "peak reserved",
+                "peak used", "fragmentation");
+  out << line;
+  for (const Json& pool : report["pools"].items) {
+    const double reserved_high = pool["reserved_high"].number_or(0);
+    const double used_high = pool["used_high"].number_or(0);
+    // The share of the peak reservation the program never had in use at once.
+    const double fragmentation = reserved_high > 0 ? 100.0 * (1.0 - used_high / reserved_high) : 0.0;
+    std::string location = (pool["location_type"].number_or(0) == 1 ? "dev " : "loc ") +
+                           std::to_string(static_cast<int>(pool["location_id"].number_or(0)));
+    std::string kind = pool["kind"].text + (pool["default"].boolean ? "*" : "");
+    std::snprintf(line, sizeof line, "  %-16s %-12s %-8s %14s %14s %13.1f%%\n", pool["handle"].text.c_str(), kind.c_str(),
+                  location.c_str(), human_bytes(reserved_high).c_str(), human_bytes(used_high).c_str(), fragmentation);
+    out << line;
+  }
+  if (report["pools"].items.empty()) out << "  (no pool was used)\n";
+  const Json& served = report["served"];
+  const double allocations = served["allocations"].number_or(0);
+  const double frees = served["frees"].number_or(0);
+  const double timed_calls = served["timed_calls"].number_or(0);
+  const double time_ns = served["time_in_allocator_ns"].number_or(0);
+  std::snprintf(line, sizeof line, "  calls served: %.0f allocations, %.0f frees", allocations, frees);
+  out << line;
+  if (timed_calls > 0) {
+    std::snprintf(line, sizeof line, "; time in the allocator: %.3f ms (%.0f ns per call over %.0f calls)",
+                  time_ns / 1e6, time_ns / timed_calls, timed_calls);
+    out << line;
+  }
+  out << "\n  (* a default pool; fragmentation: 1 - peak used / peak reserved)\n";
+  if (!served["trace"].text.empty()) out << "  trace: " << served["trace"].text << "\n";
+  return out.str();
+}
+
+int report_command(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << "usage: streampool report STATS.json...\n";
+    return 2;
+  }
+  int status = 0;
+  for (const std::string& path : args) {
+    std::string text;
+    Json report;
+    std::string error;
+    if (!read_file(path, &text)) {
+      std::cerr << "streampool report: cannot read " << path << "\n";
+      status = 1;
+      continue;
+    }
+    if (!parse_json(text, &report, &error) || report["streampool"].kind != Json::Kind::object) {
+      std::cerr << "streampool report: " << path << " is not a streampool stats report" << (error.empty() ? "" : ": ")
+                << error << "\n";
+      status = 1;
+      continue;
+    }
+    std::cout << render_report(report, path);
+  }
+  return status;
+}
+
+}  // namespace streampool::cli

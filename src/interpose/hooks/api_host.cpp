@@ -1,0 +1,53 @@
+// The public C interface's view of libstreampool.so (src/api/api_host.hpp): the one process state
+// of the hooks and their call counters.
+#include "api/api_host.hpp"
+
+#include "call_counters.hpp"
+#include "process_state.hpp"
+#include "stats_report.hpp"
+
+namespace streampool::api {
+
+bool host_active() noexcept { return !driver::passthrough_requested(); }
+
+int host_stats(streampool_stats* totals, streampool_pool_stats* pools, size_t capacity) {
+  using interpose::Hook;
+  int count = 0;
+  if (interpose::ProcessState* current = interpose::existing_state(); current != nullptr) {
+    interpose::HookScope scope;
+    current->engine.for_each_pool([&](core::Pool* pool) {
+      const core::PoolStats stats = current->engine.stats(pool);
+      totals->reserved_current += stats.reserved_current;
+      totals->reserved_high += stats.reserved_high;
+      totals->used_current += stats.used_current;
+      totals->used_high += stats.used_high;
+      if (static_cast<std::size_t>(count) < capacity) {
+        const core::PoolProps& props = current->engine.props(pool);
+        streampool_pool_stats& entry = pools[count];
+        entry = streampool_pool_stats{};
+        entry.handle = reinterpret_cast<std::uintptr_t>(pool);
+        entry.kind = static_cast<std::int32_t>(props.kind);
+        entry.location_type = props.location_type;
+        entry.location_id = props.location_id;
+        entry.is_default = current->pools.is_default(pool) ? 1 : 0;
+        current->engine.get_attribute(pool, core::PoolAttribute::release_threshold, &entry.release_threshold);
+        entry.reserved_current = stats.reserved_current;
+        entry.reserved_high = stats.reserved_high;
+        entry.used_current = stats.used_current;
+        entry.used_high = stats.used_high;
+      }
+      ++count;
+    });
+  }
+  const std::array<std::uint64_t, interpose::kHookCount> calls = interpose::call_totals();
+  const auto at = [&calls](Hook hook) { return calls[static_cast<unsigned>(hook)]; };
+  totals->pool_count = static_cast<std::uint32_t>(count);
+  totals->allocation_calls = at(Hook::cuMemAllocAsync) + at(Hook::cuMemAllocAsync_ptsz) +
+                             at(Hook::cuMemAllocFromPoolAsync) + at(Hook::cuMemAllocFromPoolAsync_ptsz);
+  totals->free_calls = at(Hook::cuMemFreeAsync) + at(Hook::cuMemFreeAsync_ptsz);
+  return count;
+}
+
+std::string host_stats_json() { return interpose::stats_json(); }
+
+}  // namespace streampool::api
