@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "show_maps.h"
+
 #define CHECK(call)                                                                                    \
   do {                                                                                                 \
     cudaError_t check_error_ = (call);                                                                 \
@@ -65,6 +67,7 @@ int main() {
     std::fprintf(stderr, "trim to 0 should release everything\n");
     return 1;
   }
+  show_cuda_maps();
   CHECK(cudaStreamDestroy(stream));
   CHECK(cudaMemPoolDestroy(pool));
   std::printf("pool_threshold: ok\n");

@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+
+#include "show_maps.h"
 #include <cstring>
 #include <vector>
 
@@ -84,6 +86,7 @@ int main() {
     }
     std::printf("vector_add_async: %d sums correct\n", n);
   }
+  show_cuda_maps();
   CHECK(cudaEventDestroy(uploaded));
   CHECK(cudaStreamDestroy(upload));
   CHECK(cudaStreamDestroy(compute));
