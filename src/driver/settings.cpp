@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <initializer_list>
+
 #include "log.hpp"
 
 namespace streampool::driver::detail {

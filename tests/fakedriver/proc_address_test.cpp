@@ -66,7 +66,7 @@ TEST(ProcAddressTest, UnknownAndUnimplementedNamesAreNotFound) {
   EXPECT_EQ(resolve("cuNoSuchFunction", 13000, 0, &result, &status), nullptr);
   EXPECT_EQ(result, CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-  EXPECT_EQ(resolve("cuLaunchKernel", 13000, 0, &result, &status), nullptr);  // real name, not in the fake
+  EXPECT_EQ(resolve("cuCheckpointProcessLock", 13000, 0, &result, &status), nullptr);  // real name, not in the fake
   EXPECT_EQ(result, CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
 }

@@ -184,6 +184,20 @@ int run_kinds() {
         continue;
       }
     }
+    if (kind.location == cudaMemLocationTypeHost || kind.location == cudaMemLocationTypeHostNuma) {
+      // A pool in host memory is the CPU's alone until the device is given access.
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = 0;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      const cudaError_t granted = cudaMemPoolSetAccess(pool, &access, 1);
+      if (granted != cudaSuccess) {
+        std::printf("kind %s: device access refused: %s\n", kind.name, cudaGetErrorName(granted));
+        ++failures;
+        cudaMemPoolDestroy(pool);
+        continue;
+      }
+    }
     const size_t bytes = 8 * kMiB + 64;
     void* memory = nullptr;
     CHECK(cudaMallocFromPoolAsync(&memory, bytes, pool, stream));
@@ -326,6 +340,13 @@ int run_ipc_parent(const char* self) {
   cudaMemPool_t other_pool = nullptr;
   CHECK(cudaMemPoolCreate(&pool, &props));
   CHECK(cudaMemPoolCreate(&other_pool, &props));
+  // NVIDIA's driver refuses to export a pointer of a pool not yet exported (as its own sample
+  // orders the calls): the pools first.
+  int pool_fd = -1;
+  CHECK(cudaMemPoolExportToShareableHandle(&pool_fd, pool, cudaMemHandleTypePosixFileDescriptor, 0));
+  int other_fd = -1;
+  CHECK(cudaMemPoolExportToShareableHandle(&other_fd, other_pool, cudaMemHandleTypePosixFileDescriptor, 0));
+  close(other_fd);
   Order order{};
   order.bytes[0] = 3 * kMiB + 128;
   order.bytes[1] = 64 * kMiB;
@@ -340,8 +361,6 @@ int run_ipc_parent(const char* self) {
   void* elsewhere = nullptr;
   CHECK(cudaMallocFromPoolAsync(&elsewhere, kMiB, other_pool, stream));
   CHECK(cudaMemPoolExportPointer(&order.data[2], elsewhere));
-  int pool_fd = -1;
-  CHECK(cudaMemPoolExportToShareableHandle(&pool_fd, pool, cudaMemHandleTypePosixFileDescriptor, 0));
 
   int ends[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0 || !send_with_fd(ends[0], &order, sizeof order, pool_fd)) {

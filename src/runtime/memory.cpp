@@ -1,0 +1,168 @@
+// Linear memory: device, pinned host, managed; copies and memsets (synchronous ones on the default
+// stream, asynchronous ones in stream order) and symbol copies. Copies use unified addressing
+// (cuMemcpy*), as cudart does on every 64-bit platform.
+#include "api.hpp"
+#include "registry.hpp"
+
+extern "C" {
+// The per-thread synchronous driver copies (cuda.h declares them only under CUDA_API_PER_THREAD_DEFAULT_STREAM).
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count);
+cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream);
+}
+
+namespace streampool::runtime {
+namespace {
+
+CUdeviceptr address(const void* pointer) noexcept { return reinterpret_cast<CUdeviceptr>(pointer); }
+
+bool valid_kind(cudaMemcpyKind kind) noexcept {
+  return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
+}
+
+cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread) noexcept {
+  if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  return finish(per_thread ? cuMemcpy_ptds(address(dst), address(src), count) : cuMemcpy(address(dst), address(src), count));
+}
+
+cudaError_t copy_async(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream,
+                       bool per_thread) noexcept {
+  if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  return finish(cuMemcpyAsync(address(dst), address(src), count, driver_stream(stream, per_thread)));
+}
+
+cudaError_t set(void* ptr, int value, size_t count, bool per_thread) noexcept {
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  const auto byte = static_cast<unsigned char>(value);
+  return finish(per_thread ? cuMemsetD8_v2_ptds(address(ptr), byte, count) : cuMemsetD8(address(ptr), byte, count));
+}
+
+cudaError_t set_async(void* ptr, int value, size_t count, cudaStream_t stream, bool per_thread) noexcept {
+  if (count == 0) return cudaSuccess;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  return finish(cuMemsetD8Async(address(ptr), static_cast<unsigned char>(value), count, driver_stream(stream, per_thread)));
+}
+
+cudaError_t symbol_address(const void* symbol, size_t count, size_t offset, CUdeviceptr* target) noexcept {
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
+  std::size_t size = 0;
+  if (const cudaError_t error = variable_address(symbol, target, &size); error != cudaSuccess) return error;
+  if (offset > size || count > size - offset) return cudaErrorInvalidValue;
+  *target += offset;
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace streampool::runtime
+
+using namespace streampool::runtime;
+
+CUDART_EXPORT cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  if (devPtr == nullptr) return finish(cudaErrorInvalidValue);
+  *devPtr = nullptr;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  if (size == 0) return cudaSuccess;
+  CUdeviceptr pointer = 0;
+  const CUresult result = cuMemAlloc(&pointer, size);
+  *devPtr = reinterpret_cast<void*>(pointer);
+  return finish(result);
+}
+
+CUDART_EXPORT cudaError_t cudaFree(void* devPtr) {
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  if (devPtr == nullptr) return cudaSuccess;  // cudaFree(0): the classic way to initialise the runtime
+  return finish(cuMemFree(address(devPtr)));
+}
+
+CUDART_EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  if (ptr == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  return finish(cuMemAllocHost(ptr, size));
+}
+
+CUDART_EXPORT cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
+  if (pHost == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  return finish(cuMemHostAlloc(pHost, size, flags));
+}
+
+CUDART_EXPORT cudaError_t cudaFreeHost(void* ptr) {
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  if (ptr == nullptr) return cudaSuccess;
+  return finish(cuMemFreeHost(ptr));
+}
+
+CUDART_EXPORT cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
+  STREAMPOOL_WITH_CONTEXT(cuMemHostRegister(ptr, size, flags));
+}
+
+CUDART_EXPORT cudaError_t cudaHostUnregister(void* ptr) { STREAMPOOL_WITH_CONTEXT(cuMemHostUnregister(ptr)); }
+
+CUDART_EXPORT cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
+  if (pDevice == nullptr) return finish(cudaErrorInvalidValue);
+  STREAMPOOL_WITH_CONTEXT(cuMemHostGetDevicePointer(reinterpret_cast<CUdeviceptr*>(pDevice), pHost, flags));
+}
+
+CUDART_EXPORT cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
+  if (devPtr == nullptr) return finish(cudaErrorInvalidValue);
+  STREAMPOOL_WITH_CONTEXT(cuMemAllocManaged(reinterpret_cast<CUdeviceptr*>(devPtr), size, flags));
+}
+
+CUDART_EXPORT cudaError_t cudaMemGetInfo(size_t* free, size_t* total) { STREAMPOOL_WITH_CONTEXT(cuMemGetInfo(free, total)); }
+
+CUDART_EXPORT cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  return copy(dst, src, count, kind, false);
+}
+CUDART_EXPORT cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  return copy(dst, src, count, kind, true);
+}
+CUDART_EXPORT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
+  return copy_async(dst, src, count, kind, stream, false);
+}
+CUDART_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                                               cudaStream_t stream) {
+  return copy_async(dst, src, count, kind, stream, true);
+}
+CUDART_EXPORT cudaError_t cudaMemset(void* devPtr, int value, size_t count) { return set(devPtr, value, count, false); }
+CUDART_EXPORT cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
+  return set(devPtr, value, count, true);
+}
+CUDART_EXPORT cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  return set_async(devPtr, value, count, stream, false);
+}
+CUDART_EXPORT cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
+  return set_async(devPtr, value, count, stream, true);
+}
+
+CUDART_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
+                                             cudaMemcpyKind kind) {
+  if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
+  CUdeviceptr target = 0;
+  if (const cudaError_t error = symbol_address(symbol, count, offset, &target); error != cudaSuccess) return finish(error);
+  return finish(cuMemcpy(target, address(src), count));
+}
+
+CUDART_EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
+                                               cudaMemcpyKind kind) {
+  if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
+  CUdeviceptr source = 0;
+  if (const cudaError_t error = symbol_address(symbol, count, offset, &source); error != cudaSuccess) return finish(error);
+  return finish(cuMemcpy(address(dst), source, count));
+}
+
+CUDART_EXPORT cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
+  if (devPtr == nullptr) return finish(cudaErrorInvalidValue);
+  CUdeviceptr target = 0;
+  if (const cudaError_t error = symbol_address(symbol, 0, 0, &target); error != cudaSuccess) return finish(error);
+  *devPtr = reinterpret_cast<void*>(target);
+  return cudaSuccess;
+}

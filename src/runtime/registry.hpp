@@ -1,0 +1,59 @@
+// What nvcc's generated code registers at program start (__cudaRegisterFatBinary and friends):
+// fat binaries, the kernels and variables in them, keyed by their host-side addresses. Modules are
+// loaded lazily, once per context, on the first launch or symbol access that needs one, as cudart 13
+// does; nothing touches the driver during registration (it runs in static constructors).
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api.hpp"
+
+namespace streampool::runtime {
+
+struct FatBinary;
+
+struct Kernel {
+  FatBinary* binary = nullptr;
+  const void* host_function = nullptr;
+  std::string name;  // the mangled device name
+  std::mutex mutex;
+  std::vector<std::pair<CUcontext, CUfunction>> functions;  // per context, filled on first use
+};
+
+struct Variable {
+  FatBinary* binary = nullptr;
+  std::string name;
+  std::size_t size = 0;
+  void** managed_host_pointer = nullptr;  // __managed__ variables: where the host's pointer lives
+};
+
+struct FatBinary {
+  const void* image = nullptr;  // the fat binary itself (the wrapper's data)
+  std::mutex mutex;
+  std::vector<std::pair<CUcontext, CUmodule>> modules;
+  std::vector<Variable*> managed;
+};
+
+// Registration (static constructors of the program): never fails, never calls the driver.
+FatBinary* register_fat_binary(const void* image);
+void register_kernel(FatBinary* binary, const void* host_function, const char* name);
+void register_variable(FatBinary* binary, const void* host_variable, const char* name, std::size_t size,
+                       void** managed_host_pointer);
+void unregister_fat_binary(FatBinary* binary) noexcept;
+
+// The kernel a launch names: a host stub's address, or a cudaKernel_t we handed out. nullptr: unknown.
+Kernel* find_kernel(const void* function) noexcept;
+// The kernel's function in the current context (the context must be current), loading its module.
+cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept;
+// A registered variable's address and size in the current context.
+cudaError_t variable_address(const void* symbol, CUdeviceptr* address, std::size_t* size) noexcept;
+// Loads a fat binary in the current context and points its managed variables at their memory.
+cudaError_t load_in_current_context(FatBinary* binary) noexcept;
+// A context went away (cudaDeviceReset): its modules with it.
+void forget_modules(CUcontext context) noexcept;
+
+}  // namespace streampool::runtime

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# streampool's CUDA runtime (libstreampool_cudart.so, SONAME libcudart.so.13) on the GPU box:
+# builds the runtime, its tests and the runtime examples (nvcc -cudart none, linked to it), runs the
+# examples on NVIDIA's driver with no NVIDIA cudart in the process (each prints its
+# /proc/self/maps lines of CUDA libraries), and writes the coverage table.
+#
+#   tools/gpu/cudart_check.sh [--fake] [BUILD_DIR]
+#
+# --fake: no GPU; everything runs over the fake driver (examples then check the launch record).
+# Writes the log to $OUT/cudart_check.log (and prints it). Exits 1 if a step failed.
+set -u
+fake=0
+if [ "${1:-}" = "--fake" ]; then fake=1; shift; fi
+build_dir=${1:-build-gpu}
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+out=${OUT:-$repo/$build_dir}
+mkdir -p "$out"
+log="$out/cudart_check.log"
+: >"$log"
+status=0
+say() { echo "$*" | tee -a "$log"; }
+run() { say "\$ $*"; "$@" >>"$log" 2>&1; local rc=$?; say "  -> exit $rc"; [ $rc -eq 0 ] || status=1; return $rc; }
+
+cd "$repo" || exit 1
+[ -e "$build_dir/build.ninja" ] || run tools/setup.sh "$build_dir" -DSTREAMPOOL_BUILD_BENCH=OFF
+run cmake --build "$build_dir" --target streampool_cudart streampool_fakecuda runtime_tests vector_add_async pool_threshold \
+  -j"$(nproc)"
+if [ $fake -eq 1 ]; then
+  export STREAMPOOL_LIBCUDA="$repo/$build_dir/fakecuda/libcuda.so.1"
+  say "driver: fake ($STREAMPOOL_LIBCUDA)"
+else
+  unset STREAMPOOL_LIBCUDA
+  say "driver: NVIDIA's ($(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1))"
+fi
+lib="$build_dir/runtime/libstreampool_cudart.so"
+say "library: $(readelf -d "$lib" | grep SONAME)"
+run env STREAMPOOL_LIBCUDA="$repo/$build_dir/fakecuda/libcuda.so.1" "$build_dir/tests/runtime/runtime_tests"
+for example in vector_add_async pool_threshold; do
+  say "== $example (ldd: $(ldd "$build_dir/examples/cudart/$example" | grep -E 'cudart|libcuda' | tr -s ' \t' ' '))"
+  run env STREAMPOOL_SHOW_MAPS=1 "$build_dir/examples/cudart/$example"
+  if grep -q "maps: .*/libcudart.so" "$log"; then say "FAIL: an NVIDIA libcudart is mapped"; status=1; fi
+done
+if [ -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13" ]; then
+  run python3 tools/cudart_coverage.py "${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13" "$lib" "$out/cudart-coverage.md"
+fi
+say "cudart_check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status
