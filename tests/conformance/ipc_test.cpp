@@ -12,9 +12,13 @@
 #include <string>
 
 #include "conformance.hpp"
+#include "fd_passing.hpp"
 
 namespace conformance {
 namespace {
+
+using streampool_test::receive_with_fd;
+using streampool_test::send_with_fd;
 
 // What the importer is asked to do, and what it found.
 struct Order {
@@ -32,40 +36,7 @@ struct Findings {
   unsigned char seen = 0;
 };
 
-bool send_with_fd(int socket, const void* bytes, std::size_t size, int fd) {
-  iovec part{const_cast<void*>(bytes), size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  }
-  return sendmsg(socket, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
-}
 
-bool receive_with_fd(int socket, void* bytes, std::size_t size, int* fd) {
-  iovec part{bytes, size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (recvmsg(socket, &message, MSG_WAITALL) != static_cast<ssize_t>(size)) return false;
-  if (fd != nullptr) {
-    *fd = -1;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    if (header != nullptr && header->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(header), sizeof *fd);
-  }
-  return true;
-}
 
 CUmemPoolProps shareable_props() {
   CUmemPoolProps props = device_pool_props();

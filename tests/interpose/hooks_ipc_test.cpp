@@ -10,9 +10,13 @@
 #include <cstring>
 #include <string>
 
+#include "fd_passing.hpp"
 #include "hooks_test_api.hpp"
 
 namespace {
+
+using streampool_test::receive_with_fd;
+using streampool_test::send_with_fd;
 
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr int kMaxBlobs = 4;
@@ -57,40 +61,7 @@ unsigned long long fake_mapped_bytes() {
   return mapped;
 }
 
-bool send_with_fd(int socket, const void* bytes, size_t size, int fd) {
-  iovec part{const_cast<void*>(bytes), size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  }
-  return sendmsg(socket, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
-}
 
-bool receive_with_fd(int socket, void* bytes, size_t size, int* fd) {
-  iovec part{bytes, size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (recvmsg(socket, &message, MSG_WAITALL) != static_cast<ssize_t>(size)) return false;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  if (fd != nullptr) {
-    *fd = -1;
-    if (header != nullptr && header->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(header), sizeof *fd);
-  }
-  return true;
-}
 
 class IpcHooks : public hooks_test::DriverTest {
  protected:

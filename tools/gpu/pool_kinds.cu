@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../tests/common/fd_passing.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +36,9 @@
   } while (0)
 
 namespace {
+
+using streampool_test::receive_with_fd;
+using streampool_test::send_with_fd;
 
 constexpr size_t kMiB = size_t{1} << 20;
 bool use_kernels = true;
@@ -242,38 +247,7 @@ struct Order {
   unsigned seeds[2];
 };
 
-bool send_with_fd(int socket, const void* bytes, size_t size, int fd) {
-  iovec part{const_cast<void*>(bytes), size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  }
-  return sendmsg(socket, &message, MSG_NOSIGNAL) == static_cast<ssize_t>(size);
-}
 
-bool receive_with_fd(int socket, void* bytes, size_t size, int* fd) {
-  iovec part{bytes, size};
-  msghdr message{};
-  message.msg_iov = &part;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))] = {};
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (recvmsg(socket, &message, MSG_WAITALL) != static_cast<ssize_t>(size)) return false;
-  *fd = -1;
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
-  if (header != nullptr && header->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(header), sizeof *fd);
-  return true;
-}
 
 int run_ipc_child(int socket) {
   CHECK(cudaSetDevice(0));
