@@ -108,7 +108,7 @@ void write_report_at_exit() {
   if (setting == nullptr || setting[0] == '\0') return;
   try {
     const pid_t self = getpid();
-    if (self != report_owner.load(std::memory_order_relaxed) && !names_each_process(setting)) {
+    if (self != report_owner.load(std::memory_order_relaxed) && !trace::names_each_process(setting)) {
       // A child forked after the report was registered inherited the handler: the path names the
       // parent's report, which the child must not overwrite.
       STREAMPOOL_LOG_INFO("forked child %d leaves the STREAMPOOL_STATS report to its parent (use %%p in the path "
@@ -116,7 +116,7 @@ void write_report_at_exit() {
                           static_cast<int>(self));
       return;
     }
-    const std::string path = expand_stats_path(setting, self);
+    const std::string path = trace::expand_path(setting, self);
     const std::string report = stats_json() + '\n';
     if (!write_file(path, report)) {
       STREAMPOOL_LOG_WARN("cannot write the STREAMPOOL_STATS report to %s: %s", path.c_str(), std::strerror(errno));
@@ -191,32 +191,6 @@ std::string stats_json() {
   return out;
 }
 
-std::string expand_stats_path(std::string_view setting, pid_t pid) {
-  std::string path;
-  path.reserve(setting.size() + 16);
-  for (std::size_t i = 0; i < setting.size(); ++i) {
-    if (setting[i] == '%' && i + 1 < setting.size() && (setting[i + 1] == 'p' || setting[i + 1] == '%')) {
-      if (setting[i + 1] == 'p') {
-        path += std::to_string(pid);
-      } else {
-        path += '%';
-      }
-      ++i;
-    } else {
-      path += setting[i];
-    }
-  }
-  return path;
-}
-
-bool names_each_process(std::string_view setting) {
-  for (std::size_t i = 0; i + 1 < setting.size(); ++i) {
-    if (setting[i] != '%') continue;
-    if (setting[i + 1] == 'p') return true;
-    ++i;  // "%%" is a literal percent sign
-  }
-  return false;
-}
 
 void register_stats_report_at_exit() noexcept {
   const char* path = std::getenv("STREAMPOOL_STATS");

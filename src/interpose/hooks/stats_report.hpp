@@ -20,9 +20,7 @@ namespace streampool::interpose {
 
 std::string stats_json();
 void register_stats_report_at_exit() noexcept;
-// STREAMPOOL_STATS's value with %p and %% expanded for the process `pid`.
-std::string expand_stats_path(std::string_view setting, pid_t pid);
-// Whether the value holds %p (each process writes its own report).
-bool names_each_process(std::string_view setting);
+// STREAMPOOL_STATS's path: %p and %% expand as in a trace's (trace::expand_path,
+// trace::names_each_process).
 
 }  // namespace streampool::interpose
