@@ -73,6 +73,23 @@ CUmemPoolProps device_pool_props(std::size_t max_size) {
   return props;
 }
 
+CUmemAccessDesc access_for(int device_id, CUmemAccess_flags flags) {
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = device_id;
+  desc.flags = flags;
+  return desc;
+}
+
+CUmemAccess_flags pool_access(CUmemoryPool pool, int device_id) {
+  CUmemLocation location{};
+  location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  location.id = device_id;
+  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_MAX;
+  EXPECT_EQ(CUDA_SUCCESS, cuMemPoolGetAccess(&flags, pool, &location));
+  return flags;
+}
+
 std::size_t vmm_granularity(CUmemAllocationGranularity_flags kind) {
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

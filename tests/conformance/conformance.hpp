@@ -66,6 +66,11 @@ CUresult set_int(CUmemoryPool pool, CUmemPool_attribute attr, int value);
 // Properties of a plain device pool on device(); max_size 0 means "no limit".
 CUmemPoolProps device_pool_props(std::size_t max_size = 0);
 
+// An access descriptor for device `device_id` (cuMemPoolSetAccess).
+CUmemAccessDesc access_for(int device_id, CUmemAccess_flags flags);
+// cuMemPoolGetAccess for a device, recording a failure on error.
+CUmemAccess_flags pool_access(CUmemoryPool pool, int device_id);
+
 // The VMM granularity of device memory on device() (2 MiB on an H200).
 std::size_t vmm_granularity(CUmemAllocationGranularity_flags kind = CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 

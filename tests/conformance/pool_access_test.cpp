@@ -5,23 +5,6 @@
 namespace conformance {
 namespace {
 
-CUmemAccessDesc access_for(int device_id, CUmemAccess_flags flags) {
-  CUmemAccessDesc desc{};
-  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  desc.location.id = device_id;
-  desc.flags = flags;
-  return desc;
-}
-
-CUmemAccess_flags access_of(CUmemoryPool pool, int device_id) {
-  CUmemLocation location{};
-  location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  location.id = device_id;
-  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_MAX;
-  EXPECT_EQ(CUDA_SUCCESS, cuMemPoolGetAccess(&flags, pool, &location));
-  return flags;
-}
-
 TEST(PoolAccess, TheOwningDeviceKeepsReadWriteWhateverIsAsked) {
   OwnedPool pool(device_pool_props());
   CU_ASSERT_OK(pool.status());
@@ -32,7 +15,7 @@ TEST(PoolAccess, TheOwningDeviceKeepsReadWriteWhateverIsAsked) {
   EXPECT_EQ(CUDA_SUCCESS, cuMemPoolSetAccess(pool.get(), &read_write, 1));
   EXPECT_EQ(CUDA_ERROR_NOT_SUPPORTED, cuMemPoolSetAccess(pool.get(), &read_only, 1));
   EXPECT_EQ(CUDA_ERROR_INVALID_DEVICE, cuMemPoolSetAccess(pool.get(), &none, 1));
-  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, access_of(pool.get(), own));
+  EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, pool_access(pool.get(), own));
 }
 
 TEST(PoolAccess, ADeviceThatDoesNotExistIsAnInvalidDevice) {

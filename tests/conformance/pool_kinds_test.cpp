@@ -28,10 +28,7 @@ void expect_refused(CUresult result) {
 // A pool in host memory is the CPU's alone until the device is given access (NVIDIA's driver
 // refuses device work on it before; streampool maps it for the device at once).
 void grant_device(CUmemoryPool pool) {
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = 0;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAccessDesc access = access_for(0, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
   CU_ASSERT_OK(cuMemPoolSetAccess(pool, &access, 1));
 }
 

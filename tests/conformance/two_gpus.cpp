@@ -170,23 +170,6 @@ std::string mismatch(const std::vector<std::uint32_t>& words, std::uint32_t expe
   return text.str();
 }
 
-CUmemAccessDesc access_for(int device_id, CUmemAccess_flags flags) {
-  CUmemAccessDesc desc{};
-  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  desc.location.id = device_id;
-  desc.flags = flags;
-  return desc;
-}
-
-CUmemAccess_flags pool_access(CUmemoryPool pool, int device_id) {
-  CUmemLocation location{};
-  location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  location.id = device_id;
-  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_MAX;
-  EXPECT_EQ(CUDA_SUCCESS, cuMemPoolGetAccess(&flags, pool, &location));
-  return flags;
-}
-
 CUmemPoolProps pool_props_on(int device_id) {
   CUmemPoolProps props = device_pool_props();
   props.location.id = device_id;

@@ -89,9 +89,6 @@ CUresult read_words(CUstream stream, CUdeviceptr data, std::size_t count, std::v
 // "" when every word is `expected`, else where the first differing word is and what it holds.
 std::string mismatch(const std::vector<std::uint32_t>& words, std::uint32_t expected);
 
-CUmemAccessDesc access_for(int device_id, CUmemAccess_flags flags);
-// cuMemPoolGetAccess for a device, recording a failure on error.
-CUmemAccess_flags pool_access(CUmemoryPool pool, int device_id);
 // Properties of a plain pool on `device_id`.
 CUmemPoolProps pool_props_on(int device_id);
 
