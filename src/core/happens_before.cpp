@@ -194,10 +194,7 @@ void HappensBefore::stream_ended(StreamKey key) {
 void HappensBefore::end_stream_locked(StreamState* stream, bool record_marker) {
   // The stream's pending frees can only become known-complete through a marker recorded now.
   poll_marker_locked(stream);
-  if (stream->marker) {
-    ordering_.recycle(stream->marker->marker);
-    stream->marker.reset();
-  }
+  drop_marker_locked(stream);
   stream->final_tick = stream->tick.load(std::memory_order_acquire);  // its last frees' tick
   if (record_marker) record_marker_locked(stream);
   stream->dead = true;
@@ -217,10 +214,6 @@ Clock HappensBefore::ticket_for_stream(StreamKey key, bool synchronize) {
   if (stream->freed_at.load() <= stream->anchored || !implicitly_ordered(stream)) return clock;
   if (synchronize) {
     poll_marker_locked(stream);
-    if (stream->marker) {
-      ordering_.recycle(stream->marker->marker);
-      stream->marker.reset();
-    }
     if (record_marker_locked(stream)) return clock;  // the marker follows every free the clock covers
   }
   clock[stream->slot] = stream->anchored;
@@ -286,11 +279,18 @@ void HappensBefore::poll_marker_locked(StreamState* stream) {
   // A destroyed stream can gain no other ordering: its own frees count as host-known.
   if (stream->dead) raise(host_completed_, stream->slot, at(covers, stream->slot));
   completion_version_.fetch_add(1, std::memory_order_acq_rel);
+  drop_marker_locked(stream);
+}
+
+void HappensBefore::drop_marker_locked(StreamState* stream) {
+  if (!stream->marker) return;
   ordering_.recycle(stream->marker->marker);
   stream->marker.reset();
 }
 
+// A stream holds one marker: a new one replaces (recycles) the one it had.
 bool HappensBefore::record_marker_locked(StreamState* stream) {
+  drop_marker_locked(stream);
   Clock covers = position_locked(stream);  // cut before the real record: it covers frees so far
   Marker marker = 0;
   if (ordering_.record(stream->key, &marker) != Status::success) return false;
@@ -312,10 +312,6 @@ bool HappensBefore::insert_dependency(StreamState* waiter, StreamState* freer, s
   poll_marker_locked(freer);
   if (!freer->marker || at(freer->marker->covers, freer->slot) < needed_tick) {
     if (freer->dead) return false;  // its last marker is all there will ever be
-    if (freer->marker) {
-      ordering_.recycle(freer->marker->marker);
-      freer->marker.reset();
-    }
     if (!record_marker_locked(freer)) return false;
   }
   if (ordering_.wait(waiter->key, freer->marker->marker) != Status::success) return false;

@@ -156,6 +156,7 @@ class HappensBefore {
   static bool implicitly_ordered(const StreamState* stream);
   void poll_marker_locked(StreamState* stream);
   bool record_marker_locked(StreamState* stream);
+  void drop_marker_locked(StreamState* stream);
   static void raise(Clock& clock, std::uint32_t slot, std::uint64_t tick);
   static std::uint64_t at(const Clock& clock, std::uint32_t slot);
 
