@@ -466,11 +466,32 @@ bool start_from_environment() noexcept {
 }
 }  // namespace detail
 
-void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
-            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
+namespace {
+void store(ThreadBuffer& buffer, std::uint32_t index, Op op, std::uint16_t flags, std::int32_t result,
+           std::uint64_t stream, std::uint64_t pool, std::uint64_t size, std::uint64_t address, std::uint64_t start,
+           std::uint64_t elapsed) noexcept {
+  Record& entry = buffer.chunk->records[index];
+  entry.time_ns = start;  // ticks until written
+  entry.duration_ns = static_cast<std::uint32_t>(elapsed < 0xffffffffU ? elapsed : 0xffffffffU);
+  entry.thread = buffer.thread;
+  entry.op = static_cast<std::uint16_t>(op);
+  entry.flags = flags;
+  entry.result = result;
+  entry.stream = stream;
+  entry.pool = pool;
+  entry.size = size;
+  entry.address = address;
+  buffer.committed.store(index + 1, std::memory_order_release);
+}
+
+// Everything but a recorded event into a buffer with room and no timing: a thread's first event,
+// a full buffer, STREAMPOOL_TIMING. Out of line so that record() itself saves no registers.
+[[gnu::noinline]] void record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream,
+                                   std::uint64_t pool, std::uint64_t size, std::uint64_t address,
+                                   std::uint64_t start) noexcept {
   const int state = detail::state.load(std::memory_order_relaxed);
   ThreadBuffer* buffer = thread_buffer;
-  if (buffer == nullptr) [[unlikely]] {
+  if (buffer == nullptr) {
     buffer = claim_buffer();
     if (buffer == nullptr) return;
   }
@@ -487,22 +508,26 @@ void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t strea
   }
   if ((state & kRecording) == 0) return;
   std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
-  if (index == kCapacity) [[unlikely]] {
+  if (index == kCapacity) {
     if (!hand_off(*buffer)) drain(*buffer, true);
     index = 0;
   }
-  Record& entry = buffer->chunk->records[index];
-  entry.time_ns = start;  // ticks until written
-  entry.duration_ns = static_cast<std::uint32_t>(elapsed < 0xffffffffU ? elapsed : 0xffffffffU);
-  entry.thread = buffer->thread;
-  entry.op = static_cast<std::uint16_t>(op);
-  entry.flags = flags;
-  entry.result = result;
-  entry.stream = stream;
-  entry.pool = pool;
-  entry.size = size;
-  entry.address = address;
-  buffer->committed.store(index + 1, std::memory_order_release);
+  store(*buffer, index, op, flags, result, stream, pool, size, address, start, elapsed);
+}
+}  // namespace
+
+void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
+            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
+  // The common case, kept free of calls: recording without timing into a buffer with room.
+  ThreadBuffer* buffer = thread_buffer;
+  if (detail::state.load(std::memory_order_relaxed) == kRecording && buffer != nullptr) [[likely]] {
+    const std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
+    if (index != kCapacity) [[likely]] {
+      store(*buffer, index, op, flags, result, stream, pool, size, address, start, 0);
+      return;
+    }
+  }
+  record_slow(op, flags, result, stream, pool, size, address, start);
 }
 
 int start(std::string_view path) noexcept {
