@@ -36,6 +36,13 @@ inline constexpr int kMempoolAttrLast = 15;
 
 // CUmemLocationType additions of CUDA 13.2 (imported pools whose device is not visible).
 inline constexpr int kMemLocationTypeInvisible = 5;
+// CUDA 13.4's device locality domain: the location's id holds `localized`, a (deviceId,
+// localityDomainId) pair of bytes followed by two reserved bytes (see locality_domains.hpp).
+inline constexpr int kMemLocationTypeDeviceLocalityDomain = 6;
+// CUDA 13.4's CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT: the value after ATOMIC_REDUCTION_SUPPORTED
+// (148), where the 13.0 header has CU_DEVICE_ATTRIBUTE_MAX. A driver that predates it answers
+// INVALID_VALUE.
+inline constexpr int kDeviceAttributeLocalityDomainCount = 149;
 
 // CUmemPoolProps::usage bit asking for hardware decompression (CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS).
 inline constexpr unsigned kMemPoolUsageHwDecompress = 0x2;

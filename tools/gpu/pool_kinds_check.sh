@@ -13,6 +13,8 @@
 #   ipc                      `pool_kinds ipc`: parent fills with a kernel, child (fork + exec, the
 #                            descriptor over SCM_RIGHTS) imports, checks with a kernel, writes back,
 #                            frees first; parent checks the write-back
+#   locality-domain          tools/gpu/probe_locality_domain.c: pools at a device locality domain,
+#                            the driver's answers reported, streampool's checked
 #   conformance              conformance_tests' PoolKinds.*, Ipc.* and DeviceAttributes.* suites
 #   streamOrderedAllocationIPC  NVIDIA's sample through cuda_samples_corpus.sh (CORPUS_ONLY), where
 #                            the trimmed cuda-samples tree is there ($CUDA_SAMPLES or .gl/cuda-samples)
@@ -115,6 +117,24 @@ for mode in kinds ipc; do
     run_both "$mode" "$program" "$mode"
   fi
 done
+
+# --- pools at a device locality domain: reported on the driver alone, checked under streampool ---
+probe=$work/probe_locality_domain
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if cc -I"$cuda_home/include" -o "$probe" "$repo/tools/gpu/probe_locality_domain.c" -L"$cuda_home/lib64/stubs" -lcuda \
+  >>"$log" 2>&1; then
+  if [[ $fake -eq 0 ]]; then
+    section "locality domain: driver alone (a report; driver 580 predates locality domains)"
+    env -u LD_PRELOAD "$probe" >>"$log" 2>&1
+    say "REPORT locality-domain (driver alone: exit $?, see the log)"
+  fi
+  section "locality domain: under streampool"
+  sp_env=("LD_PRELOAD=$preload")
+  [[ $fake -eq 1 ]] && sp_env+=("STREAMPOOL_LIBCUDA=$fake_lib")
+  if env "${sp_env[@]}" "$probe" expect >>"$log" 2>&1; then say "PASS locality-domain"; else fail locality-domain "see the log"; fi
+else
+  fail locality-domain "the probe did not build"
+fi
 
 # --- the conformance suites of the kinds and of IPC ---
 if [[ -x $conformance ]]; then

@@ -3,6 +3,7 @@
 // of pool (device, host, host NUMA, managed, imported), and the two device attributes that describe
 // the pool family.
 #include "call_counters.hpp"
+#include "driver/device_context.hpp"
 #include "process_state.hpp"
 #include "raw_enum.hpp"
 #include "trace_points.hpp"
@@ -68,7 +69,15 @@ CUresult device_get_attribute(int* value, int attribute, CUdevice device) noexce
   count_call(Hook::cuDeviceGetAttribute);
   HookScope scope;
   CUresult result = forward(as_int_abi(driver::real().cuDeviceGetAttribute), value, attribute, device);
-  if (result != CUDA_SUCCESS || bypass(scope)) return result;
+  if (bypass(scope)) return result;
+  if (result == CUDA_ERROR_INVALID_VALUE && attribute == driver::kDeviceAttributeLocalityDomainCount &&
+      value != nullptr && driver::valid_device(device)) {
+    // A driver older than the attribute: its devices are single-domain, and streampool serves
+    // domain 0 of each (driver/locality_domains.hpp).
+    *value = 1;
+    return CUDA_SUCCESS;
+  }
+  if (result != CUDA_SUCCESS) return result;
   if (attribute == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) {
     *value = 1;  // streampool serves the pool family on every device
   } else if (attribute == CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES) {

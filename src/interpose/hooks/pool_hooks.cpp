@@ -13,6 +13,7 @@
 #include "call_counters.hpp"
 #include "core/sizes.hpp"
 #include "driver/device_context.hpp"
+#include "driver/locality_domains.hpp"
 #include "driver/numa_nodes.hpp"
 #include "ipc.hpp"
 #include "process_state.hpp"
@@ -88,6 +89,17 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
         if (!driver::host_numa_node_exists(in.location.id)) return CUDA_ERROR_INVALID_VALUE;
         out->kind = core::PoolKind::pinned_host;
         break;
+      case driver::kMemLocationTypeDeviceLocalityDomain: {
+        // Domain 0 of a single-domain device: a full-device pool, answered as one (the spec's
+        // note on LOCALITY_DOMAIN_ID: -1 for such pools).
+        CUdevice device = 0;
+        const CUresult placed = driver::device_of_locality_domain(in.location.id, &device);
+        if (placed != CUDA_SUCCESS) return placed;
+        out->location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+        out->location_id = device;
+        out->kind = core::PoolKind::device;
+        break;
+      }
       default:  // None, HostNumaCurrent, anything else
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -255,6 +267,7 @@ CUresult pool_trim_to(CUmemoryPool handle, size_t min_bytes_to_keep) noexcept {
 // that does not exist or a NUMA node the machine lacks names no slot.
 struct Slot {
   bool valid = false;
+  CUresult error = CUDA_ERROR_INVALID_VALUE;  // why not, when not valid
   bool device = false;  // a device's pinned pools: location_id is the device
   LocationPools::Place place;
 };
@@ -279,6 +292,17 @@ Slot slot_of(int location_type, int location_id, int allocation_type) noexcept {
       if (!managed) return slot;
       location_id = 0;
       break;
+    case driver::kMemLocationTypeDeviceLocalityDomain: {
+      // Pinned only (the spec); domain 0 of a single-domain device is the device's slot.
+      if (!pinned) return slot;
+      CUdevice device = 0;
+      slot.error = driver::device_of_locality_domain(location_id, &device);
+      if (slot.error != CUDA_SUCCESS) return slot;
+      location_type = CU_MEM_LOCATION_TYPE_DEVICE;
+      location_id = device;
+      slot.device = true;
+      break;
+    }
     default:  // HostNumaCurrent, anything else
       return slot;
   }
@@ -301,7 +325,7 @@ bool pool_fits(const core::PoolProps& props, const Slot& slot) noexcept {
 CUresult lookup_pool(CUmemoryPool* pool_out, const CUmemLocation* location, int allocation_type, bool current) {
   if (pool_out == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const Slot slot = slot_of(raw_enum(location->type), location->id, allocation_type);
-  if (!slot.valid) return CUDA_ERROR_INVALID_VALUE;
+  if (!slot.valid) return slot.error;
   core::Pool* pool = nullptr;
   CUresult result = CUDA_ERROR_INVALID_VALUE;
   if (slot.device) {
@@ -342,8 +366,9 @@ CUresult mem_set_pool(CUmemLocation* location, int allocation_type, CUmemoryPool
     if (location == nullptr || !engine().is_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
     if (ipc::is_imported_pool(pool)) return CUDA_ERROR_INVALID_VALUE;  // it cannot allocate
     const Slot slot = slot_of(raw_enum(location->type), location->id, allocation_type);
+    if (!slot.valid) return slot.error;
     // The pool must match the location and allocation type it is made current for.
-    if (!slot.valid || !pool_fits(engine().props(pool), slot)) return CUDA_ERROR_INVALID_VALUE;
+    if (!pool_fits(engine().props(pool), slot)) return CUDA_ERROR_INVALID_VALUE;
     if (slot.device) return pools().set_device_current(slot.place.location_id, pool);
     return location_pools().set_current(slot.place, pool);
   } catch (...) {
