@@ -6,6 +6,9 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +78,14 @@ void BM_SameStreamPairTracingOff(benchmark::State& state) { pairs(state, false);
 void BM_SameStreamPairTracingOn(benchmark::State& state) { pairs(state, true); }
 BENCHMARK(BM_SameStreamPairTracingOff);
 BENCHMARK(BM_SameStreamPairTracingOn);
+
+#if defined(__x86_64__) || defined(__i386__)
+// What one time-stamp read costs on this machine: each recorded event takes one.
+void BM_TimestampRead(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+BENCHMARK(BM_TimestampRead);
+#endif
 
 }  // namespace
 
