@@ -23,7 +23,7 @@ for driver in nvidia fake; do
   for run in 1 2 3; do
     json=$(mktemp)
     if [[ $driver == fake ]]; then env_driver=(STREAMPOOL_LIBCUDA="$fake"); else env_driver=(); fi
-    env LD_PRELOAD="$preload" "${env_driver[@]}" "$bench" --benchmark_repetitions=10 --benchmark_min_time=0.05 \
+    env LD_PRELOAD="$preload" "${env_driver[@]}" "$bench" --benchmark_repetitions=10 --benchmark_min_time=0.05 --benchmark_enable_random_interleaving=true \
       --benchmark_format=json --benchmark_out="$json" >/dev/null 2>>"$log"
     line=$(python3 "$repo/bench/trace/check_overhead.py" "$json" "$limit") || status=1
     stamp=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=[b['real_time'] for b in d['benchmarks'] if b.get('run_type')=='iteration' and 'Timestamp' in b['name']]; print(f'{min(t):.1f} ns' if t else 'n/a')" "$json")
