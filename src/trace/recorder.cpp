@@ -37,25 +37,30 @@ namespace {
 // detail::state's bits (0: off).
 constexpr int kOff = 0;
 constexpr int kTiming = 1;     // each call's duration: a second time-stamp read per event
-constexpr int kRecording = 2;  // events go to the file
+constexpr int kRecording = detail::kRecordingOnly;  // events go to the file
 
 bool recording() noexcept {
   const int state = detail::state.load(std::memory_order_relaxed);
   return state > 0 && (state & kRecording) != 0;  // kUnread (-1) has every bit set
 }
-constexpr std::uint32_t kCapacity = 1024;  // records per thread buffer (56 KiB)
+constexpr std::uint32_t kCapacity = detail::kBufferCapacity;
 
 struct Chunk {
   Record records[kCapacity];
 };
 
-struct ThreadBuffer {
+// HotBuffer's committed, thread and records (= chunk->records) are what the inline record() uses.
+struct ThreadBuffer : detail::HotBuffer {
+  ThreadBuffer() { records = chunk->records; }
+  // Replaces the chunk (the owner, under lock) and what record() writes into with it.
+  void use(Chunk* fresh) noexcept {
+    chunk = fresh;
+    records = fresh->records;
+  }
   std::mutex lock;
-  std::atomic<std::uint32_t> committed{0};  // records [0, committed) of chunk are complete
-  std::uint32_t flushed = 0;                // records [0, flushed) are written (under lock)
-  Chunk* chunk = new Chunk();               // replaced under lock when handed to the writer
+  std::uint32_t flushed = 0;   // records [0, flushed) are written (under lock)
+  Chunk* chunk = new Chunk();  // replaced under lock when handed to the writer
   std::atomic<bool> in_use{false};
-  std::uint32_t thread = 0;
   std::atomic<std::uint64_t> timed_ticks{0};  // written by the owner only
   std::atomic<std::uint64_t> calls{0};
 };
@@ -105,7 +110,14 @@ Registry& registry() {
 std::mutex file_mutex;  // serialises writes and the descriptor's changes
 int file_fd = -1;
 
-constinit thread_local ThreadBuffer* thread_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
+}  // namespace
+
+constinit thread_local detail::HotBuffer* detail::hot_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+// The calling thread's buffer (nullptr before its first event).
+ThreadBuffer* own_buffer() noexcept { return static_cast<ThreadBuffer*>(detail::hot_buffer); }
 
 void calibrate(Registry& reg) noexcept {
   if (reg.calibrated) return;
@@ -257,7 +269,7 @@ bool hand_off(ThreadBuffer& buffer) noexcept {
     std::lock_guard<std::mutex> guard(buffer.lock);
     const std::uint32_t committed = buffer.committed.load(std::memory_order_relaxed);
     pending = Pending{buffer.chunk, buffer.flushed, committed - buffer.flushed};
-    buffer.chunk = fresh;
+    buffer.use(fresh);
     buffer.flushed = 0;
     buffer.committed.store(0, std::memory_order_relaxed);
   }
@@ -278,9 +290,9 @@ bool hand_off(ThreadBuffer& buffer) noexcept {
 struct Releaser {
   ThreadBuffer* buffer = nullptr;
   ~Releaser() {
-    if (buffer == nullptr || thread_buffer != buffer) return;
+    if (buffer == nullptr || own_buffer() != buffer) return;
     drain(*buffer, false);
-    thread_buffer = nullptr;
+    detail::hot_buffer = nullptr;
     buffer->in_use.store(false, std::memory_order_release);
   }
 };
@@ -310,7 +322,7 @@ thread_local Releaser releaser;
       claimed->flushed = 0;
     }
     claimed->thread = reg.next_thread++;
-    thread_buffer = claimed;
+    detail::hot_buffer = claimed;
     releaser.buffer = claimed;
     return claimed;
   } catch (...) {
@@ -382,7 +394,7 @@ void after_fork_in_child() noexcept {
   for (ThreadBuffer* buffer : reg.buffers) reg.abandoned.push_back(buffer);
   reg.buffers.clear();
   reg.next_thread = 1;
-  thread_buffer = nullptr;
+  detail::hot_buffer = nullptr;
   if (recording()) {
     const auto parent = static_cast<std::uint32_t>(getppid());
     close_file();
@@ -470,7 +482,7 @@ namespace {
 void store(ThreadBuffer& buffer, std::uint32_t index, Op op, std::uint16_t flags, std::int32_t result,
            std::uint64_t stream, std::uint64_t pool, std::uint64_t size, std::uint64_t address, std::uint64_t start,
            std::uint64_t elapsed) noexcept {
-  Record& entry = buffer.chunk->records[index];
+  Record& entry = buffer.records[index];
   entry.time_ns = start;  // ticks until written
   entry.duration_ns = static_cast<std::uint32_t>(elapsed < 0xffffffffU ? elapsed : 0xffffffffU);
   entry.thread = buffer.thread;
@@ -483,14 +495,12 @@ void store(ThreadBuffer& buffer, std::uint32_t index, Op op, std::uint16_t flags
   entry.address = address;
   buffer.committed.store(index + 1, std::memory_order_release);
 }
+}  // namespace
 
-// Everything but a recorded event into a buffer with room and no timing: a thread's first event,
-// a full buffer, STREAMPOOL_TIMING. Out of line so that record() itself saves no registers.
-[[gnu::noinline]] void record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream,
-                                   std::uint64_t pool, std::uint64_t size, std::uint64_t address,
-                                   std::uint64_t start) noexcept {
+void detail::record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
+                         std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
   const int state = detail::state.load(std::memory_order_relaxed);
-  ThreadBuffer* buffer = thread_buffer;
+  ThreadBuffer* buffer = own_buffer();
   if (buffer == nullptr) {
     buffer = claim_buffer();
     if (buffer == nullptr) return;
@@ -513,21 +523,6 @@ void store(ThreadBuffer& buffer, std::uint32_t index, Op op, std::uint16_t flags
     index = 0;
   }
   store(*buffer, index, op, flags, result, stream, pool, size, address, start, elapsed);
-}
-}  // namespace
-
-void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
-            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
-  // The common case, kept free of calls: recording without timing into a buffer with room.
-  ThreadBuffer* buffer = thread_buffer;
-  if (detail::state.load(std::memory_order_relaxed) == kRecording && buffer != nullptr) [[likely]] {
-    const std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
-    if (index != kCapacity) [[likely]] {
-      store(*buffer, index, op, flags, result, stream, pool, size, address, start, 0);
-      return;
-    }
-  }
-  record_slow(op, flags, result, stream, pool, size, address, start);
 }
 
 int start(std::string_view path) noexcept {

@@ -2,8 +2,8 @@
 // and ordering event of the process in the format of format.hpp.
 //
 // Cost. When off, a hook pays one relaxed load (active()). When on, an event costs one read of
-// the CPU's time-stamp counter (two with STREAMPOOL_TIMING) and a 56-byte store into the calling thread's own buffer, with no
-// lock and no atomic read-modify-write. A full buffer (1024 records) is handed to a writer thread
+// the CPU's time-stamp counter (two with STREAMPOOL_TIMING) and a 56-byte store into the calling
+// thread's own buffer, inline in the hook, with no call, no lock and no atomic read-modify-write. A full buffer (1024 records) is handed to a writer thread
 // (started with the trace, signals blocked, named streampool-trace), which converts and writes it
 // while the program's thread goes on with a fresh one; a thread writes its chunk itself when the
 // writer is more than 128 chunks (7 MiB) behind, and in a forked child (no writer there). Ticks are turned
@@ -35,9 +35,24 @@ namespace streampool::trace {
 namespace detail {
 // -1: environment not read yet; else bits: 1 timing (STREAMPOOL_TIMING), 2 recording; 0 off.
 inline constexpr int kUnread = -1;
+inline constexpr int kRecordingOnly = 2;  // recording without timing: record()'s inline case
 extern std::atomic<int> state;
 bool start_from_environment() noexcept;
 std::uint64_t monotonic_ns() noexcept;
+
+// What record() reads of the calling thread's buffer (the recorder's ThreadBuffer begins with it):
+// records [0, committed) of `records` are complete; only the owning thread writes these fields.
+inline constexpr std::uint32_t kBufferCapacity = 1024;  // records per buffer (56 KiB)
+struct HotBuffer {
+  std::atomic<std::uint32_t> committed{0};
+  std::uint32_t thread = 0;
+  Record* records = nullptr;
+};
+extern constinit thread_local HotBuffer* hot_buffer __attribute__((tls_model("initial-exec")));
+
+// Every other case of record(): the thread's first event, a full buffer, timing.
+void record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
+                 std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept;
 }  // namespace detail
 
 // Whether events are measured (timing or recording). The first call reads the environment.
@@ -58,8 +73,31 @@ inline std::uint64_t now() noexcept {
 }
 
 // One event whose call began at `start` (from now()) and has just returned. Never throws.
-void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
-            std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept;
+// Inline for the common case, recording without timing into a buffer with room: a few stores into
+// the thread's own buffer, no call (an event costs about as much as the allocation it records).
+inline void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
+                   std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
+  detail::HotBuffer* buffer = detail::hot_buffer;
+  if (detail::state.load(std::memory_order_relaxed) == detail::kRecordingOnly && buffer != nullptr) [[likely]] {
+    const std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
+    if (index != detail::kBufferCapacity) [[likely]] {
+      Record& entry = buffer->records[index];
+      entry.time_ns = start;  // ticks until written
+      entry.duration_ns = 0;
+      entry.thread = buffer->thread;
+      entry.op = static_cast<std::uint16_t>(op);
+      entry.flags = flags;
+      entry.result = result;
+      entry.stream = stream;
+      entry.pool = pool;
+      entry.size = size;
+      entry.address = address;
+      buffer->committed.store(index + 1, std::memory_order_release);
+      return;
+    }
+  }
+  detail::record_slow(op, flags, result, stream, pool, size, address, start);
+}
 
 // Starts recording into `path` (%p: the process id, %%: a percent sign). 0 on success, else an
 // errno value (EBUSY: a trace is already recording).
