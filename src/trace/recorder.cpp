@@ -72,6 +72,11 @@ struct Pending {
   std::uint32_t count;
 };
 constexpr std::size_t kMaxPending = 128;  // beyond this (7 MiB) a thread writes its own chunk
+// A written chunk goes back to a program thread only after this many others (3.5 MiB): by then the
+// writer's core no longer holds its lines, and the thread's stores need not take them from there.
+// Reusing the chunk the writer had just read cost about 5 ns per event on an H200 box (KVM,
+// Sapphire Rapids): a tenth of the same-stream pair.
+constexpr std::size_t kRotation = 64;
 constexpr std::size_t kWakeAt = 16;      // queued chunks that wake the writer at once
 
 // Never destroyed: threads and exit handlers may record until the very end.
@@ -94,7 +99,7 @@ struct Registry {
   std::condition_variable work;     // a chunk was queued
   std::condition_variable drained;  // the queue is empty and nothing is being written
   std::deque<Pending> queue;
-  std::vector<Chunk*> spare;
+  std::deque<Chunk*> spare;  // written chunks, oldest first
   bool writing = false;
   bool writer_idle = false;  // waiting for work
   bool drain_requested = false;
@@ -255,9 +260,9 @@ bool hand_off(ThreadBuffer& buffer) noexcept {
   {
     std::lock_guard<std::mutex> guard(reg.queue_mutex);
     if (!reg.writer_running || reg.queue.size() >= kMaxPending) return false;
-    if (!reg.spare.empty()) {
-      fresh = reg.spare.back();
-      reg.spare.pop_back();
+    if (reg.spare.size() >= kRotation) {
+      fresh = reg.spare.front();
+      reg.spare.pop_front();
     }
   }
   if (fresh == nullptr) {

@@ -3,12 +3,14 @@
 //
 // Cost. When off, a hook pays one relaxed load (active()). When on, an event costs one read of
 // the CPU's time-stamp counter (two with STREAMPOOL_TIMING) and a 56-byte store into the calling
-// thread's own buffer, inline in the hook, with no call, no lock and no atomic read-modify-write. A full buffer (1024 records) is handed to a writer thread
-// (started with the trace, signals blocked, named streampool-trace), which converts and writes it
-// while the program's thread goes on with a fresh one; a thread writes its chunk itself when the
-// writer is more than 128 chunks (7 MiB) behind, and in a forked child (no writer there). Ticks are turned
-// into nanoseconds and records encoded compactly (format.hpp) at write time, from a calibration made
-// when the trace starts.
+// thread's own buffer, inline in the hook, with no call, no lock and no atomic read-modify-write.
+// A full buffer (1024 records) is handed to a writer thread (started with the trace, signals
+// blocked, named streampool-trace), which converts and writes it while the program's thread goes
+// on with a fresh one; written buffers come back to program threads oldest first, from a rotation
+// of 64 (3.5 MiB), so that a thread never writes into lines the writer's core has just read. A
+// thread writes its chunk itself when the writer is more than 128 chunks (7 MiB) behind, and in a
+// forked child (no writer there). Ticks are turned into nanoseconds and records encoded compactly
+// (format.hpp) at write time, from a calibration made when the trace starts.
 //
 // No loss: at exit (atexit), at thread exit, before a fork, and on flush()/stop() every buffer's
 // records go to the file. A forked child writes its own file: the path with %p expanded to its
