@@ -166,6 +166,12 @@ int main(int argc, char** argv) {
          empty_kernel<<<1, 1, 0, stream>>>();
          CHECK(cudaStreamSynchronize(stream));
        }},
+      {"get_set_device", "cudaGetDevice + cudaSetDevice of the same device (a device guard)", 1,
+       [&] {
+         int device = -1;
+         CHECK(cudaGetDevice(&device));
+         CHECK(cudaSetDevice(device));
+       }},
       {"memcpy_h2d_pinned", "cudaMemcpy 4 KiB pinned host -> device", 1,
        [&] { CHECK(cudaMemcpy(device_a, pinned, kSmall, cudaMemcpyHostToDevice)); }},
       {"memcpy_d2h_pinned", "cudaMemcpy 4 KiB device -> pinned host", 1,

@@ -34,6 +34,7 @@ WORKLOADS = (
     ("launch_chevron", "empty<<<>>> x1000, one sync (ns per launch)", "nvidia"),
     ("launch_api", "cudaLaunchKernel x1000, one sync (ns per launch)", "nvidia"),
     ("launch_sync", "launch + cudaStreamSynchronize (ns per round trip)", "nvidia"),
+    ("get_set_device", "cudaGetDevice + cudaSetDevice, same device (ns per pair)", "nvidia"),
     ("memcpy_h2d_pinned", "cudaMemcpy 4 KiB pinned -> device", "nvidia"),
     ("memcpy_d2h_pinned", "cudaMemcpy 4 KiB device -> pinned", "nvidia"),
     ("memcpy_h2d_pageable", "cudaMemcpy 4 KiB pageable -> device", "nvidia"),
