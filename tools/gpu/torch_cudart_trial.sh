@@ -47,5 +47,11 @@ say "runtime: $(readelf -d "$build_dir/runtime/libstreampool_cudart.so" | grep S
 python3 -B tools/gpu/torch_cudart_trial.py --runtime-dir "$build_dir/runtime" --out "$out" \
   --scan "${scan[@]}" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
+# The coverage table with a column for what PyTorch imports (copy it to docs/cudart-coverage.md).
+nvidia_cudart=${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13
+if [ $fake -eq 0 ] && [ "$status" -eq 0 ] && [ -e "$nvidia_cudart" ] && [ -s "$out/torch_cudart_imports.txt" ]; then
+  python3 -B tools/cudart_coverage.py "$nvidia_cudart" "$build_dir/runtime/libstreampool_cudart.so" \
+    "$out/cudart-coverage.md" --needed-by "PyTorch=$out/torch_cudart_imports.txt" 2>&1 | tee -a "$log"
+fi
 say "torch_cudart_trial: $([ "$status" -eq 0 ] && echo "ran" || echo "FAILED") (exit $status)"
 [ "$status" -eq 0 ] || exit 1
