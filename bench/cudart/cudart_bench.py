@@ -11,6 +11,9 @@
         --fake: no GPU; every configuration runs over the given fake libcuda.so.1.
     cudart_bench.py summarise RUNS_JSON
         Prints the Markdown summary of a cudart_bench.json.
+    cudart_bench.py check BINARY [--expect-runtime streampool|nvidia]
+        Runs BINARY briefly (environment as given) and checks that it ran every workload summarised
+        here with no error, through the expected runtime (ctest, over the fake driver).
 
 Targets (issue: the runtime library): launches and copies through streampool's runtime within 5% of
 NVIDIA's cudart (time ratio <= 1.05); the allocation pair at least as fast as through the preload
@@ -187,6 +190,25 @@ def summarise(document):
     return "\n".join(lines) + "\n"
 
 
+def check(args):
+    expected = "streampool" if args.expect_runtime == "streampool" else "nvidia"
+    parsed, stderr, status = run_once(args.binary, dict(os.environ), 0.003, args.timeout)
+    problems = []
+    if status != 0 or parsed is None or not parsed.get("ok"):
+        problems.append(f"exit {status}, ok={parsed and parsed.get('ok')}: {stderr.strip()[-1000:]}")
+    else:
+        if not expected_runtime(expected, parsed.get("runtime")):
+            problems.append(f"cudaLaunchKernel came from {parsed.get('runtime')}, not {expected}'s runtime")
+        ran = parsed.get("workloads", {})
+        absent = [name for name, _, _ in WORKLOADS if not isinstance(ran.get(name), (int, float)) or ran[name] <= 0]
+        if absent:
+            problems.append("workloads without a figure: " + ", ".join(absent))
+    for problem in problems:
+        print("check: " + problem)
+    print("check: " + ("ok" if not problems else "FAILED"))
+    return 0 if not problems else 1
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -199,9 +221,15 @@ def main(argv):
     run_parser.add_argument("--fake", metavar="FAKE_LIBCUDA")
     summary_parser = commands.add_parser("summarise")
     summary_parser.add_argument("runs_json")
+    check_parser = commands.add_parser("check")
+    check_parser.add_argument("binary")
+    check_parser.add_argument("--expect-runtime", choices=("streampool", "nvidia"), default="streampool")
+    check_parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args(argv)
     if args.command == "run":
         return run(args)
+    if args.command == "check":
+        return check(args)
     with open(args.runs_json) as handle:
         sys.stdout.write(summarise(json.load(handle)))
     return 0
