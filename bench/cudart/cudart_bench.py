@@ -8,7 +8,8 @@
           streampool  cudart_bench_streampool (nvcc -cudart none, linked to libstreampool_cudart.so)
         and writes OUT_DIR/cudart_bench.json (every run) and OUT_DIR/cudart_bench.md (medians,
         ratios against NVIDIA's cudart measured in the same run, targets met or not).
-        --fake: no GPU; every configuration runs over the given fake libcuda.so.1.
+        --fake: no GPU; every configuration runs over the given fake libcuda.so.1 (NVIDIA's cudart
+        does not start there: only streampool's runtime must run for exit status 0).
     cudart_bench.py summarise RUNS_JSON
         Prints the Markdown summary of a cudart_bench.json.
     cudart_bench.py check BINARY [--expect-runtime streampool|nvidia]
@@ -106,7 +107,9 @@ def run(args):
             parsed, stderr, status = run_once(binary, env, args.min_time, args.timeout)
             ok = status == 0 and parsed is not None and parsed.get("ok", False)
             right_runtime = parsed is not None and expected_runtime(mode, parsed.get("runtime"))
-            if not ok or not right_runtime:
+            # Over the fake driver NVIDIA's cudart does not start (it needs cuGetExportTable): only
+            # streampool's runtime has to run there.
+            if (not ok or not right_runtime) and not (args.fake and mode != "streampool"):
                 failures += 1
             runs.append(dict(mode=mode, round=round_index, status=status, ok=ok, right_runtime=right_runtime,
                              result=parsed, stderr=stderr[-4000:]))

@@ -9,7 +9,8 @@
 # Writes to $OUT (default BUILD_DIR/cudart-bench): cudart_bench.log (build, every run, the summary),
 # cudart_bench.json (every run's figures) and cudart_bench.md (medians, ratios against NVIDIA's
 # cudart from the same run, targets met or not). --fake: no GPU, everything over the fake driver
-# (NVIDIA's cudart does not start there; its two configurations then show as failed runs).
+# (NVIDIA's cudart does not start there; its two configurations then show as failed runs and only
+# streampool's runtime counts for the exit status).
 # Environment: CUDART_BENCH_ROUNDS (default 7), CUDART_BENCH_MIN_TIME (seconds per workload and run,
 # default 0.3). Exit status: 0 when every run finished, 1 otherwise.
 set -u
@@ -26,6 +27,11 @@ log="$out/cudart_bench.log"
 say() { echo "$*" | tee -a "$log"; }
 
 [ -e "$build_dir/build.ninja" ] || { say "\$ tools/setup.sh $build_dir"; tools/setup.sh "$build_dir" >>"$log" 2>&1; }
+# A folder configured without benchmarks (tools/gpu/cudart_check.sh makes one) gets them turned on.
+if grep -q '^STREAMPOOL_BUILD_BENCH:BOOL=OFF' "$build_dir/CMakeCache.txt" 2>/dev/null; then
+  say "\$ cmake -B $build_dir -DSTREAMPOOL_BUILD_BENCH=ON"
+  cmake -S . -B "$build_dir" -DSTREAMPOOL_BUILD_BENCH=ON >>"$log" 2>&1
+fi
 say "\$ cmake --build $build_dir --target cudart_bench_nvidia cudart_bench_streampool streampool_preload streampool_fakecuda"
 if ! cmake --build "$build_dir" --target cudart_bench_nvidia cudart_bench_streampool streampool_preload \
     streampool_fakecuda -j"$(nproc)" >>"$log" 2>&1; then
