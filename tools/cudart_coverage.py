@@ -4,7 +4,13 @@ streampool's runtime (libstreampool_cudart.so) exports too. A function streampoo
 fails at link time (or, under a library swap, at load time), never with a wrong answer at run time.
 
 usage: cudart_coverage.py <nvidia libcudart.so.13> <libstreampool_cudart.so> [output.md]
+                          [--needed-by LABEL=FILE ...]
+
+--needed-by: a file of function names one a line (what tools/cudart_imports.py --names-out writes,
+e.g. the libcudart.so.13 imports of PyTorch's libraries): the table gets a column LABEL marking
+them, and a list of those streampool does not export.
 """
+import argparse
 import subprocess
 import sys
 
@@ -21,11 +27,19 @@ def exported(library):
     return names
 
 
-def main():
-    nvidia_path, ours_path = sys.argv[1], sys.argv[2]
-    out_path = sys.argv[3] if len(sys.argv) > 3 else "docs/cudart-coverage.md"
-    nvidia = exported(nvidia_path)
-    ours = exported(ours_path)
+def read_needed(spec):
+    """(label, set of names) from LABEL=FILE."""
+    label, separator, path = spec.partition("=")
+    if not separator or not label or not path:
+        raise argparse.ArgumentTypeError(f"--needed-by takes LABEL=FILE, not {spec!r}")
+    with open(path, encoding="utf-8") as handle:
+        names = {line.strip() for line in handle if line.strip() and not line.startswith("#")}
+    return label, names
+
+
+def coverage_lines(nvidia, ours, needed):
+    """The Markdown table: NVIDIA's functions, whether streampool exports each, and per needed-by label
+    whether that consumer imports it."""
     done = sorted(nvidia & ours)
     missing = sorted(nvidia - ours)
     extra = sorted(ours - nvidia)
@@ -40,16 +54,38 @@ def main():
         "",
         f"**{len(done)} of NVIDIA's {len(nvidia)} exported functions ({share:.1f}%)** are implemented.",
         "",
-        "| function | streampool |",
-        "| --- | --- |",
     ]
-    lines += [f"| `{name}` | {'yes' if name in ours else '—'} |" for name in sorted(nvidia)]
+    for label, names in needed:
+        wanted = sorted(names)
+        lacking = [name for name in wanted if name not in ours]
+        lines += [f"**{label}** imports {len(wanted)} functions of `libcudart.so.13`; streampool exports "
+                  f"{len(wanted) - len(lacking)}, **{len(lacking)} are missing**"
+                  + (": " + ", ".join(f"`{name}`" for name in lacking) if lacking else "") + ".", ""]
+    header = "| function | streampool |" + "".join(f" imported by {label} |" for label, _ in needed)
+    lines += [header, "| --- | --- |" + " --- |" * len(needed)]
+    for name in sorted(nvidia):
+        row = f"| `{name}` | {'yes' if name in ours else '—'} |"
+        row += "".join(f" {'yes' if name in names else ''} |" for _, names in needed)
+        lines.append(row)
     if extra:
         lines += ["", "Exported by streampool but not by NVIDIA's runtime: " + ", ".join(f"`{n}`" for n in extra)]
     lines += ["", f"Not implemented: {len(missing)}.", ""]
-    with open(out_path, "w", encoding="utf-8") as out:
+    return lines, len(done), share
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("nvidia")
+    parser.add_argument("ours")
+    parser.add_argument("output", nargs="?", default="docs/cudart-coverage.md")
+    parser.add_argument("--needed-by", action="append", default=[], type=read_needed, metavar="LABEL=FILE")
+    args = parser.parse_args(argv)
+    nvidia = exported(args.nvidia)
+    ours = exported(args.ours)
+    lines, done, share = coverage_lines(nvidia, ours, args.needed_by)
+    with open(args.output, "w", encoding="utf-8") as out:
         out.write("\n".join(lines))
-    print(f"{len(done)}/{len(nvidia)} ({share:.1f}%) -> {out_path}")
+    print(f"{done}/{len(nvidia)} ({share:.1f}%) -> {args.output}")
     return 0
 
 

@@ -40,6 +40,9 @@ void clear_sticky(int device) noexcept;
 // unless the thread already has a current context (set through the driver API, which the runtime
 // then uses). The answer is the device's sticky error, if it has one.
 cudaError_t ensure_context() noexcept;
+// ensure_context's fast path without the sticky check: this thread's context was made ready and no
+// reset happened since (one thread-local read and one atomic load).
+bool context_ready() noexcept;
 // The calling thread's device (cudaGetDevice's answer once a context is current).
 int current_device() noexcept;
 // Forgets this process's contexts of `device` (cudaDeviceReset): the next call retains it again.

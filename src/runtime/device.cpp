@@ -25,6 +25,13 @@ PrimaryContext g_primary[kMaxDevices];
 std::atomic<unsigned> g_epoch{1};
 constinit thread_local int t_device = 0;
 constinit thread_local unsigned t_ready_epoch = 0;
+// The context this thread's ready state was found with, and whether it is t_device's primary
+// context made current by the runtime: cudaGetDevice and cudaSetDevice of the same device answer
+// from these after one cuCtxGetCurrent (the program may switch contexts through the driver API).
+constinit thread_local CUcontext t_context = nullptr;
+constinit thread_local bool t_context_is_primary = false;
+// The number of devices, once the driver answered it (it does not change in a process).
+std::atomic<int> g_device_count{0};
 
 CUresult init_driver() noexcept {
   static const CUresult result = cuInit(0);
@@ -32,12 +39,15 @@ CUresult init_driver() noexcept {
 }
 
 cudaError_t device_count(int* count) noexcept {
-  *count = 0;
+  *count = g_device_count.load(std::memory_order_acquire);
+  if (*count > 0) [[likely]] return cudaSuccess;
   const CUresult init = init_driver();
   if (init != CUDA_SUCCESS) return to_runtime_error(init);
   const CUresult result = cuDeviceGetCount(count);
   if (result != CUDA_SUCCESS) return to_runtime_error(result);
-  return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
+  if (*count <= 0) return cudaErrorNoDevice;
+  g_device_count.store(*count, std::memory_order_release);
+  return cudaSuccess;
 }
 
 cudaError_t check_device(int device) noexcept {
@@ -79,6 +89,8 @@ cudaError_t make_current(int device) noexcept {
   const CUresult result = cuCtxSetCurrent(context);
   if (result != CUDA_SUCCESS) return to_runtime_error(result);
   t_device = device;
+  t_context = context;
+  t_context_is_primary = true;
   t_ready_epoch = g_epoch.load(std::memory_order_acquire);
   return cudaSuccess;
 }
@@ -92,6 +104,8 @@ cudaError_t make_current(int device) noexcept {
     if (dropped >= 0) return make_current(dropped);
     CUdevice device = 0;
     if (cuCtxGetDevice(&device) == CUDA_SUCCESS) t_device = device;
+    t_context = current;
+    t_context_is_primary = false;  // perhaps it is; the slow paths then find out
     t_ready_epoch = g_epoch.load(std::memory_order_acquire);
     return cudaSuccess;
   }
@@ -109,6 +123,8 @@ cudaError_t ensure_context() noexcept {
   }
   return sticky_error(t_device);
 }
+
+bool context_ready() noexcept { return t_ready_epoch == g_epoch.load(std::memory_order_acquire); }
 
 int current_device() noexcept { return t_device; }
 
@@ -131,6 +147,11 @@ CUDART_EXPORT cudaError_t cudaGetDeviceCount(int* count) {
 }
 
 CUDART_EXPORT cudaError_t cudaSetDevice(int device) {
+  // Already current: libraries (PyTorch's device guards) call this around every operation.
+  if (device == t_device && t_context_is_primary && context_ready()) [[likely]] {
+    CUcontext current = nullptr;
+    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == t_context) return cudaSuccess;
+  }
   const cudaError_t valid = check_device(device);
   if (valid != cudaSuccess) return finish(valid == cudaErrorNoDevice ? valid : cudaErrorInvalidDevice);
   return finish(make_current(device));
@@ -152,6 +173,10 @@ CUDART_EXPORT cudaError_t cudaGetDevice(int* device) {
   if (device == nullptr) return finish(cudaErrorInvalidValue);
   CUcontext current = nullptr;
   if (init_driver() == CUDA_SUCCESS && cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) {
+    if (current == t_context && context_ready()) [[likely]] {
+      *device = t_device;
+      return cudaSuccess;
+    }
     CUdevice handle = 0;
     if (cuCtxGetDevice(&handle) == CUDA_SUCCESS) {
       *device = handle;

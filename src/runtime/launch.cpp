@@ -3,7 +3,6 @@
 // cooperative forms), each in its legacy and per-thread default-stream variant.
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "api.hpp"
 #include "registry.hpp"
@@ -58,16 +57,20 @@ struct CallConfiguration {
 };
 
 // <<<>>> pushes, the kernel's stub pops; nested launches from argument evaluation make it a stack.
-thread_local std::vector<CallConfiguration> t_configurations;
+// A fixed array, not a vector: a thread_local with a destructor costs a guard and a registration on
+// every access, and a <<<>>> nested deeper than this in its own arguments is no real program.
+constexpr unsigned kMaxNestedConfigurations = 32;
+constinit thread_local CallConfiguration t_configurations[kMaxNestedConfigurations]{};
+constinit thread_local unsigned t_configuration_depth = 0;
 
 FatBinary* binary_of(void** handle) noexcept { return reinterpret_cast<FatBinary*>(handle); }
 
-cudaError_t launch(Kernel* kernel, dim3 grid, dim3 block, void** args, std::size_t shared_bytes, cudaStream_t stream,
+cudaError_t launch(const void* key, dim3 grid, dim3 block, void** args, std::size_t shared_bytes, cudaStream_t stream,
                    bool per_thread, bool cooperative) noexcept {
-  if (kernel == nullptr) return finish(cudaErrorInvalidDeviceFunction);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUfunction function = nullptr;
-  if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return finish(error);
+  if (const cudaError_t error = launch_function(key, &function); error != cudaSuccess) [[unlikely]] {
+    return finish(error);
+  }
   const CUstream driver = driver_stream(stream, per_thread);
   const unsigned shared = static_cast<unsigned>(shared_bytes);
   const CUresult result =
@@ -75,17 +78,15 @@ cudaError_t launch(Kernel* kernel, dim3 grid, dim3 block, void** args, std::size
                                               driver, args)
                   : cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared, driver, args,
                                    nullptr);
+  if (result == CUDA_SUCCESS) [[likely]] return cudaSuccess;
   // A grid or block the device cannot run is a configuration error in cudart's terms.
   return result == CUDA_ERROR_INVALID_VALUE ? finish(cudaErrorInvalidConfiguration) : finish(result);
 }
 
 cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) noexcept {
   if (config == nullptr) return finish(cudaErrorInvalidValue);
-  Kernel* kernel = find_kernel(func);
-  if (kernel == nullptr) return finish(cudaErrorInvalidDeviceFunction);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUfunction function = nullptr;
-  if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return finish(error);
+  if (const cudaError_t error = launch_function(func, &function); error != cudaSuccess) return finish(error);
   CUlaunchConfig driver_config{};
   driver_config.gridDimX = config->gridDim.x;
   driver_config.gridDimY = config->gridDim.y;
@@ -164,18 +165,17 @@ CUDART_EXPORT char __cudaInitModule(void** fatCubinHandle) {
 }
 
 CUDART_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, void* stream) {
-  try {
-    t_configurations.push_back({gridDim, blockDim, sharedMem, static_cast<cudaStream_t>(stream)});
-    return 0;
-  } catch (...) {
+  if (t_configuration_depth == kMaxNestedConfigurations) [[unlikely]] {
+    finish(cudaErrorLaunchOutOfResources);
     return 1;  // the <<<>>> expression then skips the launch
   }
+  t_configurations[t_configuration_depth++] = {gridDim, blockDim, sharedMem, static_cast<cudaStream_t>(stream)};
+  return 0;
 }
 
 CUDART_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
-  if (t_configurations.empty()) return finish(cudaErrorMissingConfiguration);
-  const CallConfiguration configuration = t_configurations.back();
-  t_configurations.pop_back();
+  if (t_configuration_depth == 0) [[unlikely]] return finish(cudaErrorMissingConfiguration);
+  const CallConfiguration& configuration = t_configurations[--t_configuration_depth];
   *gridDim = configuration.grid;
   *blockDim = configuration.block;
   *sharedMem = configuration.shared_bytes;
@@ -197,32 +197,32 @@ CUDART_EXPORT cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* ent
 
 CUDART_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                              size_t sharedMem, cudaStream_t stream) {
-  return launch(find_kernel(kernel), gridDim, blockDim, args, sharedMem, stream, false, false);
+  return launch(kernel, gridDim, blockDim, args, sharedMem, stream, false, false);
 }
 
 CUDART_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                                   size_t sharedMem, cudaStream_t stream) {
-  return launch(find_kernel(kernel), gridDim, blockDim, args, sharedMem, stream, true, false);
+  return launch(kernel, gridDim, blockDim, args, sharedMem, stream, true, false);
 }
 
 CUDART_EXPORT cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                            size_t sharedMem, cudaStream_t stream) {
-  return launch(find_kernel(func), gridDim, blockDim, args, sharedMem, stream, false, false);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, false, false);
 }
 
 CUDART_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                                 size_t sharedMem, cudaStream_t stream) {
-  return launch(find_kernel(func), gridDim, blockDim, args, sharedMem, stream, true, false);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, true, false);
 }
 
 CUDART_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                                       size_t sharedMem, cudaStream_t stream) {
-  return launch(find_kernel(func), gridDim, blockDim, args, sharedMem, stream, false, true);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, false, true);
 }
 
 CUDART_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                                            void** args, size_t sharedMem, cudaStream_t stream) {
-  return launch(find_kernel(func), gridDim, blockDim, args, sharedMem, stream, true, true);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, true, true);
 }
 
 CUDART_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {

@@ -2,6 +2,8 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -20,6 +22,27 @@ struct Registry {
 Registry& registry() {
   static Registry* const instance = new Registry;
   return *instance;
+}
+
+// Bumped by every registration of a kernel and by forget_modules (a reset): a launch cache entry
+// made before is stale. Registration happens at program start and when a library is loaded, so
+// in steady state the generation does not move.
+std::atomic<unsigned> g_generation{1};
+
+// The per-thread launch cache: direct-mapped by the key's address. Kernels are never freed, so an
+// entry of the current generation can be trusted without going back to the registry.
+struct LaunchCacheEntry {
+  const void* key;
+  CUcontext context;
+  CUfunction function;
+  unsigned generation;
+};
+constexpr std::size_t kLaunchCacheEntries = 64;  // a power of two
+constinit thread_local LaunchCacheEntry t_launch_cache[kLaunchCacheEntries]{};
+
+LaunchCacheEntry& launch_cache_slot(const void* key) noexcept {
+  const auto bits = reinterpret_cast<std::uintptr_t>(key);
+  return t_launch_cache[((bits >> 4) ^ (bits >> 12)) & (kLaunchCacheEntries - 1)];
 }
 
 CUresult current_context(CUcontext* context) noexcept {
@@ -95,6 +118,7 @@ void register_kernel(FatBinary* binary, const void* host_function, const char* n
   std::unique_lock lock(reg.mutex);
   reg.kernels_by_host[host_function] = kernel;
   reg.kernels.insert(std::upper_bound(reg.kernels.begin(), reg.kernels.end(), kernel), kernel);
+  g_generation.fetch_add(1, std::memory_order_acq_rel);  // a host stub may now name another kernel
 }
 
 void register_variable(FatBinary* binary, const void* host_variable, const char* name, std::size_t size,
@@ -157,6 +181,28 @@ cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept {
   }
 }
 
+cudaError_t launch_function(const void* key, CUfunction* function) noexcept {
+  CUcontext context = nullptr;
+  if (context_ready() && cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) [[likely]] {
+    const unsigned generation = g_generation.load(std::memory_order_acquire);
+    const LaunchCacheEntry& entry = launch_cache_slot(key);
+    if (entry.key == key && entry.context == context && entry.generation == generation) [[likely]] {
+      *function = entry.function;
+      return sticky_error(current_device());
+    }
+  }
+  // The first launch of this kernel by this thread in this context, or the context is not ready yet.
+  const unsigned generation = g_generation.load(std::memory_order_acquire);
+  Kernel* kernel = find_kernel(key);
+  if (kernel == nullptr) return cudaErrorInvalidDeviceFunction;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
+  if (const cudaError_t error = kernel_function(kernel, function); error != cudaSuccess) return error;
+  if (cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) {
+    launch_cache_slot(key) = LaunchCacheEntry{key, context, *function, generation};
+  }
+  return cudaSuccess;
+}
+
 cudaError_t variable_address(const void* symbol, CUdeviceptr* address, std::size_t* size) noexcept {
   try {
     Variable* variable = nullptr;
@@ -205,6 +251,8 @@ void forget_modules(CUcontext context) noexcept {
     }
   } catch (...) {
   }
+  // After the erasure: a launch that read the old generation cannot keep what it found.
+  g_generation.fetch_add(1, std::memory_order_acq_rel);  // every thread's launch cache is stale
 }
 
 }  // namespace streampool::runtime
