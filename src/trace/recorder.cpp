@@ -483,25 +483,6 @@ bool start_from_environment() noexcept {
 }
 }  // namespace detail
 
-namespace {
-void store(ThreadBuffer& buffer, std::uint32_t index, Op op, std::uint16_t flags, std::int32_t result,
-           std::uint64_t stream, std::uint64_t pool, std::uint64_t size, std::uint64_t address, std::uint64_t start,
-           std::uint64_t elapsed) noexcept {
-  Record& entry = buffer.records[index];
-  entry.time_ns = start;  // ticks until written
-  entry.duration_ns = static_cast<std::uint32_t>(elapsed < 0xffffffffU ? elapsed : 0xffffffffU);
-  entry.thread = buffer.thread;
-  entry.op = static_cast<std::uint16_t>(op);
-  entry.flags = flags;
-  entry.result = result;
-  entry.stream = stream;
-  entry.pool = pool;
-  entry.size = size;
-  entry.address = address;
-  buffer.committed.store(index + 1, std::memory_order_release);
-}
-}  // namespace
-
 void detail::record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
                          std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
   const int state = detail::state.load(std::memory_order_relaxed);
@@ -527,7 +508,8 @@ void detail::record_slow(Op op, std::uint16_t flags, std::int32_t result, std::u
     if (!hand_off(*buffer)) drain(*buffer, true);
     index = 0;
   }
-  store(*buffer, index, op, flags, result, stream, pool, size, address, start, elapsed);
+  detail::write_record(*buffer, index, op, flags, result, stream, pool, size, address, start,
+                       static_cast<std::uint32_t>(elapsed < 0xffffffffU ? elapsed : 0xffffffffU));
 }
 
 int start(std::string_view path) noexcept {

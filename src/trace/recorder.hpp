@@ -52,6 +52,24 @@ struct HotBuffer {
 };
 extern constinit thread_local HotBuffer* hot_buffer __attribute__((tls_model("initial-exec")));
 
+// Fills record `index` of the buffer and publishes it (the owning thread only).
+inline void write_record(HotBuffer& buffer, std::uint32_t index, Op op, std::uint16_t flags, std::int32_t result,
+                         std::uint64_t stream, std::uint64_t pool, std::uint64_t size, std::uint64_t address,
+                         std::uint64_t start, std::uint32_t duration) noexcept {
+  Record& entry = buffer.records[index];
+  entry.time_ns = start;  // ticks until written
+  entry.duration_ns = duration;
+  entry.thread = buffer.thread;
+  entry.op = static_cast<std::uint16_t>(op);
+  entry.flags = flags;
+  entry.result = result;
+  entry.stream = stream;
+  entry.pool = pool;
+  entry.size = size;
+  entry.address = address;
+  buffer.committed.store(index + 1, std::memory_order_release);
+}
+
 // Every other case of record(): the thread's first event, a full buffer, timing.
 void record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
                  std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept;
@@ -83,18 +101,7 @@ inline void record(Op op, std::uint16_t flags, std::int32_t result, std::uint64_
   if (detail::state.load(std::memory_order_relaxed) == detail::kRecordingOnly && buffer != nullptr) [[likely]] {
     const std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
     if (index != detail::kBufferCapacity) [[likely]] {
-      Record& entry = buffer->records[index];
-      entry.time_ns = start;  // ticks until written
-      entry.duration_ns = 0;
-      entry.thread = buffer->thread;
-      entry.op = static_cast<std::uint16_t>(op);
-      entry.flags = flags;
-      entry.result = result;
-      entry.stream = stream;
-      entry.pool = pool;
-      entry.size = size;
-      entry.address = address;
-      buffer->committed.store(index + 1, std::memory_order_release);
+      detail::write_record(*buffer, index, op, flags, result, stream, pool, size, address, start, 0);
       return;
     }
   }
