@@ -84,6 +84,23 @@ TEST_F(Graphs, EndCaptureOfAStreamNotCapturingIsIllegalState) {
   clear_last_error();
 }
 
+TEST_F(Graphs, EventQueryDuringAGlobalCaptureIsUnsupportedAndInvalidatesIt) {
+  clear_last_error();
+  cudaEvent_t event = nullptr;
+  ASSERT_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  ASSERT_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+
+  EXPECT_EQ(cudaEventQuery(event), cudaErrorStreamCaptureUnsupported);
+
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  ASSERT_CUDA(cudaStreamIsCapturing(stream_, &status));
+  EXPECT_EQ(status, cudaStreamCaptureStatusInvalidated);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream_, &graph), cudaErrorStreamCaptureInvalidated);
+  EXPECT_CUDA(cudaEventDestroy(event));
+  clear_last_error();
+}
+
 TEST_F(Graphs, CapturedAllocationAndFreeInstantiateAndReplay) {
   ASSERT_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
   void* memory = nullptr;
@@ -200,6 +217,18 @@ TEST_F(GraphsOnGpu, CapturedAllocationCopyAndKernelReplayWithFreshInput) {
   EXPECT_CUDA(cudaFree(total));
   EXPECT_CUDA(cudaFreeHost(pinned_in));
   EXPECT_CUDA(cudaDeviceGraphMemTrim(0));
+}
+
+TEST_F(GraphsOnGpu, CudaMallocDuringAGlobalCaptureIsUnsupportedAndInvalidatesIt) {
+  clear_last_error();
+  ASSERT_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+  void* memory = nullptr;
+
+  EXPECT_EQ(cudaMalloc(&memory, 4096), cudaErrorStreamCaptureUnsupported);
+
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream_, &graph), cudaErrorStreamCaptureInvalidated);
+  clear_last_error();
 }
 
 TEST_F(GraphsOnGpu, CapturedHostFunctionRunsOnEveryLaunch) {

@@ -75,6 +75,17 @@ TEST(Kernels, BlockLargerThanTheDeviceAllowsIsInvalidConfigurationAndNotSticky) 
   EXPECT_CUDA(cudaFree(out));
 }
 
+TEST(Kernels, EmptyGridIsInvalidConfiguration) {
+  clear_last_error();
+  int* out = nullptr;
+  ASSERT_CUDA(cudaMalloc(&out, kCount * sizeof(int)));
+
+  scale<<<0, 256>>>(out, out, kCount, 1);
+
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_CUDA(cudaFree(out));
+}
+
 TEST(Kernels, LaunchOfAHostFunctionIsInvalidDeviceFunction) {
   clear_last_error();
   EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&not_a_kernel), dim3(1), dim3(1), nullptr, 0, nullptr),
@@ -116,6 +127,25 @@ TEST(Symbols, OffsetCopiesReachTheRightElements) {
   ASSERT_CUDA(cudaMemcpyFromSymbol(&back, g_input, sizeof(int), 10 * sizeof(int)));
 
   EXPECT_EQ(back, value);
+}
+
+TEST(Symbols, CopiesInTheWrongDirectionAreInvalidMemcpyDirection) {
+  clear_last_error();
+  int value = 1;
+
+  EXPECT_EQ(cudaMemcpyToSymbol(g_input, &value, sizeof(int), 0, cudaMemcpyDeviceToHost),
+            cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaMemcpyFromSymbol(&value, g_input, sizeof(int), 0, cudaMemcpyHostToDevice),
+            cudaErrorInvalidMemcpyDirection);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidMemcpyDirection);
+}
+
+TEST(Symbols, CopyPastTheEndOfTheVariableIsInvalidValue) {
+  clear_last_error();
+  std::vector<int> values(kCount + 1);
+
+  EXPECT_EQ(cudaMemcpyToSymbol(g_input, values.data(), values.size() * sizeof(int)), cudaErrorInvalidValue);
+  clear_last_error();
 }
 
 TEST(Symbols, SymbolAddressIsDeviceMemoryOfTheVariable) {
