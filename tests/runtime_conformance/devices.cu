@@ -29,6 +29,15 @@ TEST(Devices, SetDeviceThenGetDeviceAnswersIt) {
   }
 }
 
+TEST(Devices, NullOutputsAreInvalidValue) {
+  clear_last_error();
+  EXPECT_EQ(cudaGetDevice(nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetDeviceProperties(nullptr, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaRuntimeGetVersion(nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDriverGetVersion(nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
 TEST(Devices, FailedSetDeviceKeepsTheCurrentDevice) {
   clear_last_error();
   int count = 0, current = -1;

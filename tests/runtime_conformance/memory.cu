@@ -163,6 +163,15 @@ TEST(Memory, ManagedMemoryIsReadableAndWritableFromTheHost) {
   EXPECT_CUDA(cudaFree(managed));
 }
 
+TEST(Memory, ManagedAllocationOfNothingOrWithUnknownFlagsIsInvalidValue) {
+  clear_last_error();
+  void* managed = nullptr;
+
+  EXPECT_EQ(cudaMallocManaged(&managed, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMallocManaged(&managed, kBytes, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
 TEST(Memory, MemGetInfoShrinksByAnAllocation) {
   std::size_t free_before = 0, total = 0, free_after = 0, total_after = 0;
   ASSERT_CUDA(cudaMemGetInfo(&free_before, &total));

@@ -137,6 +137,19 @@ TEST_F(Pools, HighWatermarksResetToZero) {
   EXPECT_CUDA(cudaMemPoolDestroy(pool));
 }
 
+TEST_F(Pools, HighWatermarksAcceptOnlyZeroAndCurrentValuesAreReadOnly) {
+  clear_last_error();
+  cudaMemPool_t pool = nullptr;
+  ASSERT_CUDA(cudaDeviceGetDefaultMemPool(&pool, 0));
+  std::uint64_t one = 1;
+
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &one), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &one), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &one), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &one), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
 TEST_F(Pools, SetMemPoolMakesMallocAsyncServeFromThePool) {
   const cudaMemPoolProps props = device_pool_props(0);
   cudaMemPool_t pool = nullptr, default_pool = nullptr, current = nullptr;
