@@ -179,6 +179,37 @@ TEST(Streams, PerThreadDefaultStreamRunsWorkInOrder) {
   EXPECT_EQ(order.seen, (std::vector<int>{1, 2}));
 }
 
+TEST(Streams, PerThreadDefaultStreamWaitsForTheLegacyDefaultStream) {
+  std::atomic<bool> legacy_done{false};
+  Observation observation{&legacy_done};
+
+  ASSERT_CUDA(cudaLaunchHostFunc(cudaStreamLegacy, sleep_then_set, &legacy_done));
+  ASSERT_CUDA(cudaLaunchHostFunc(cudaStreamPerThread, observe, &observation));
+  ASSERT_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
+
+  EXPECT_EQ(observation.seen, 1);
+  EXPECT_CUDA(cudaDeviceSynchronize());
+}
+
+TEST(Streams, PerThreadDefaultStreamsOfTwoThreadsAreIndependent) {
+  Gate gate;
+  ASSERT_CUDA(cudaLaunchHostFunc(cudaStreamPerThread, Gate::hold, &gate));
+  std::atomic<bool> unused{false};
+  Observation observation{&unused};
+  bool other_idle = false;
+
+  std::thread other([&] {
+    if (cudaLaunchHostFunc(cudaStreamPerThread, observe, &observation) != cudaSuccess) return;
+    other_idle = idle_within(cudaStreamPerThread, std::chrono::seconds(5));
+  });
+  other.join();
+  gate.open = true;
+
+  EXPECT_TRUE(other_idle);
+  EXPECT_EQ(observation.seen, 0);
+  EXPECT_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
+}
+
 TEST(Streams, DeviceSynchronizeWaitsForEveryStream) {
   cudaStream_t stream = nullptr;
   ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
