@@ -171,6 +171,64 @@ TEST_F(Pools, SetMemPoolMakesMallocAsyncServeFromThePool) {
   EXPECT_CUDA(cudaMemPoolDestroy(pool));
 }
 
+TEST_F(Pools, CreatedPoolAllowsEveryKindOfReuseByDefault) {
+  const cudaMemPoolProps props = device_pool_props(0);
+  cudaMemPool_t pool = nullptr;
+  ASSERT_CUDA(cudaMemPoolCreate(&pool, &props));
+  for (cudaMemPoolAttr which : {cudaMemPoolReuseFollowEventDependencies, cudaMemPoolReuseAllowOpportunistic,
+                                cudaMemPoolReuseAllowInternalDependencies}) {
+    int enabled = -1;
+    ASSERT_CUDA(cudaMemPoolGetAttribute(pool, which, &enabled));
+    EXPECT_EQ(enabled, 1) << which;
+  }
+  EXPECT_CUDA(cudaMemPoolDestroy(pool));
+}
+
+TEST_F(Pools, DestroyingTheCurrentPoolMakesTheDefaultPoolCurrent) {
+  const cudaMemPoolProps props = device_pool_props(0);
+  cudaMemPool_t pool = nullptr, default_pool = nullptr, current = nullptr;
+  ASSERT_CUDA(cudaMemPoolCreate(&pool, &props));
+  ASSERT_CUDA(cudaDeviceGetDefaultMemPool(&default_pool, 0));
+  ASSERT_CUDA(cudaDeviceSetMemPool(0, pool));
+
+  ASSERT_CUDA(cudaMemPoolDestroy(pool));
+
+  ASSERT_CUDA(cudaDeviceGetMemPool(&current, 0));
+  EXPECT_EQ(current, default_pool);
+}
+
+TEST_F(Pools, PoolDestroyedWithAnAllocationOutstandingKeepsItUntilFreed) {
+  const cudaMemPoolProps props = device_pool_props(0);
+  cudaMemPool_t pool = nullptr;
+  ASSERT_CUDA(cudaMemPoolCreate(&pool, &props));
+  void* memory = nullptr;
+  ASSERT_CUDA(cudaMallocFromPoolAsync(&memory, kBytes, pool, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+
+  ASSERT_CUDA(cudaMemPoolDestroy(pool));
+
+  std::vector<unsigned char> values(kBytes, 0x6d), back(kBytes);
+  ASSERT_CUDA(cudaMemcpyAsync(memory, values.data(), kBytes, cudaMemcpyHostToDevice, stream_));
+  ASSERT_CUDA(cudaMemcpyAsync(back.data(), memory, kBytes, cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA(cudaFreeAsync(memory, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(back, values);
+}
+
+TEST_F(Pools, DefaultPoolCannotBeDestroyed) {
+  clear_last_error();
+  cudaMemPool_t default_pool = nullptr;
+  ASSERT_CUDA(cudaDeviceGetDefaultMemPool(&default_pool, 0));
+
+  EXPECT_EQ(cudaMemPoolDestroy(default_pool), cudaErrorInvalidValue);
+
+  void* memory = nullptr;
+  EXPECT_CUDA(cudaMallocAsync(&memory, kBytes, stream_));  // the default pool still serves
+  EXPECT_CUDA(cudaFreeAsync(memory, stream_));
+  EXPECT_CUDA(cudaStreamSynchronize(stream_));
+  clear_last_error();
+}
+
 TEST_F(Pools, OwningDeviceHasReadWriteAccess) {
   cudaMemPool_t pool = nullptr;
   ASSERT_CUDA(cudaDeviceGetDefaultMemPool(&pool, 0));
