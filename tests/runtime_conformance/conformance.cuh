@@ -2,9 +2,10 @@
 // cudart (runtime_conformance_nvidia) and with `nvcc -cudart none` to streampool's runtime
 // (runtime_conformance_streampool); both must pass every test on a GPU.
 //
-// A test suite whose name ends in "OnGpu" needs a real device: it checks what kernels computed, or
-// work the fake driver does not run (captured copies and host functions). Over the fake driver
-// those suites are filtered out (--gtest_filter=-*OnGpu*), never skipped.
+// A test suite whose name ends in "OnGpu" needs a real device: it checks what kernels computed,
+// work the fake driver does not run (captured copies and host functions) or driver behaviour it does
+// not model. Over the fake driver those suites are filtered out (--gtest_filter=-*OnGpu*), never
+// skipped.
 #pragma once
 
 #include <cuda_runtime.h>

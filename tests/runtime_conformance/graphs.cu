@@ -231,6 +231,23 @@ TEST_F(GraphsOnGpu, CudaMallocDuringAGlobalCaptureIsUnsupportedAndInvalidatesIt)
   clear_last_error();
 }
 
+// The fake driver does not model the legacy stream's implicit dependency on a blocking capture.
+TEST_F(GraphsOnGpu, LegacyStreamQueryDuringABlockingStreamsCaptureIsImplicitAndLeavesItValid) {
+  clear_last_error();
+  cudaStream_t blocking = nullptr;
+  ASSERT_CUDA(cudaStreamCreate(&blocking));
+  ASSERT_CUDA(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal));
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+
+  EXPECT_EQ(cudaStreamIsCapturing(cudaStreamLegacy, &status), cudaErrorStreamCaptureImplicit);
+
+  cudaGraph_t graph = nullptr;
+  EXPECT_CUDA(cudaStreamEndCapture(blocking, &graph));
+  if (graph != nullptr) EXPECT_CUDA(cudaGraphDestroy(graph));
+  EXPECT_CUDA(cudaStreamDestroy(blocking));
+  clear_last_error();
+}
+
 TEST_F(GraphsOnGpu, CapturedHostFunctionRunsOnEveryLaunch) {
   Order order;
   Step step{&order, 9};
