@@ -5,6 +5,7 @@
 // __device__ variables and a __managed__ variable shared with the host.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
