@@ -242,16 +242,65 @@ TEST_F(Pools, OwningDeviceHasReadWriteAccess) {
   EXPECT_EQ(flags, cudaMemAccessFlagsProtReadWrite);
 }
 
-TEST_F(Pools, SettingTheOwningDevicesAccessToReadWriteSucceeds) {
+TEST_F(Pools, OwningDeviceKeepsReadWriteWhateverIsAsked) {
+  clear_last_error();
   const cudaMemPoolProps props = device_pool_props(0);
   cudaMemPool_t pool = nullptr;
   ASSERT_CUDA(cudaMemPoolCreate(&pool, &props));
   cudaMemAccessDesc access{};
   access.location.type = cudaMemLocationTypeDevice;
   access.location.id = 0;
-  access.flags = cudaMemAccessFlagsProtReadWrite;
 
+  access.flags = cudaMemAccessFlagsProtReadWrite;
   EXPECT_CUDA(cudaMemPoolSetAccess(pool, &access, 1));
+  access.flags = cudaMemAccessFlagsProtRead;
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &access, 1), cudaErrorNotSupported);
+  access.flags = cudaMemAccessFlagsProtNone;
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &access, 1), cudaErrorInvalidDevice);
+
+  cudaMemAccessFlags flags = cudaMemAccessFlagsProtNone;
+  ASSERT_CUDA(cudaMemPoolGetAccess(&flags, pool, &access.location));
+  EXPECT_EQ(flags, cudaMemAccessFlagsProtReadWrite);
+  EXPECT_CUDA(cudaMemPoolDestroy(pool));
+  clear_last_error();
+}
+
+TEST_F(Pools, MallocAsyncOfNothingAndFreeAsyncOfNullSucceed) {
+  void* memory = reinterpret_cast<void*>(1);
+
+  EXPECT_CUDA(cudaMallocAsync(&memory, 0, stream_));
+  EXPECT_EQ(memory, nullptr);
+  EXPECT_CUDA(cudaFreeAsync(nullptr, stream_));
+  EXPECT_CUDA(cudaStreamSynchronize(stream_));
+}
+
+TEST_F(Pools, SecondFreeAndFreeOfAnInteriorPointerAreInvalidValue) {
+  clear_last_error();
+  char* memory = nullptr;
+  ASSERT_CUDA(cudaMallocAsync(&memory, kBytes, stream_));
+
+  EXPECT_EQ(cudaFreeAsync(memory + 512, stream_), cudaErrorInvalidValue);
+  ASSERT_CUDA(cudaFreeAsync(memory, stream_));
+  EXPECT_EQ(cudaFreeAsync(memory, stream_), cudaErrorInvalidValue);
+
+  EXPECT_CUDA(cudaStreamSynchronize(stream_));
+  clear_last_error();
+}
+
+TEST_F(Pools, PlainCudaFreeReleasesAPoolAllocation) {
+  const cudaMemPoolProps props = device_pool_props(0);
+  cudaMemPool_t pool = nullptr;
+  ASSERT_CUDA(cudaMemPoolCreate(&pool, &props));
+  void* memory = nullptr;
+  ASSERT_CUDA(cudaMallocFromPoolAsync(&memory, kBytes, pool, stream_));
+  ASSERT_CUDA(cudaStreamSynchronize(stream_));
+
+  EXPECT_CUDA(cudaFree(memory));
+
+  void* again = nullptr;
+  EXPECT_CUDA(cudaMallocFromPoolAsync(&again, kBytes, pool, stream_));
+  EXPECT_CUDA(cudaFreeAsync(again, stream_));
+  EXPECT_CUDA(cudaStreamSynchronize(stream_));
   EXPECT_CUDA(cudaMemPoolDestroy(pool));
 }
 
