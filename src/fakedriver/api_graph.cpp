@@ -1,5 +1,6 @@
 // Entry points: graphs built by hand (graph.hpp): create and destroy, empty, host, event-record
-// and event-wait nodes, instantiation and launch. A launch queues the nodes back to back on the
+// and event-wait nodes, instantiation, upload and launch (kernel and memory nodes: api_graph_nodes.cpp).
+// A launch records its kernel nodes' launches (launch_record.hpp) when it is called. A launch queues the nodes back to back on the
 // stream (nothing else can come between them), each an operation of its own, so an event recorded
 // by a node completes when the nodes before it ran, as on a GPU. On a capturing stream a launch
 // runs nothing (CUDA would add a child graph node to the capture).
@@ -9,6 +10,7 @@
 #include "driver.hpp"
 #include "event.hpp"
 #include "graph.hpp"
+#include "launch_record.hpp"
 #include "stream_ops.hpp"
 
 namespace fake {
@@ -99,6 +101,14 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
   for (const GraphNode& node : nodes) {
     switch (node.kind) {
       case GraphNodeKind::empty:
+      case GraphNodeKind::mem_alloc:  // allocated when the node was added
+      case GraphNodeKind::mem_free:   // graph memory stays with the graph
+        break;
+      case GraphNodeKind::kernel:
+        if (CUresult status = record_launch(node.function, node.grid, node.block, node.shared_bytes, handle);
+            status != CUDA_SUCCESS) {
+          return status;
+        }
         break;
       case GraphNodeKind::host:
         operations.push_back({[fn = node.host_function, data = node.host_data] { fn(data); }, {}});
@@ -132,6 +142,15 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
   return CUDA_SUCCESS;
 }
 
+// Uploading prepares nothing in the fake (a launch does all the work), but checks its handles.
+CUresult upload(CUgraphExec exec, CUstream handle, DefaultStream default_stream) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  std::vector<GraphNode> nodes;
+  if (!graph_exec_nodes(exec, &nodes)) return CUDA_ERROR_INVALID_VALUE;
+  std::shared_ptr<Stream> stream;
+  return resolve_stream(handle, default_stream, stream);
+}
+
 }  // namespace
 }  // namespace fake
 
@@ -141,6 +160,7 @@ using namespace fake;
 // original two (error node and log buffer), which the fake answers as WithFlags(0).
 #undef cuGraphInstantiate
 #undef cuGraphLaunch
+#undef cuGraphUpload
 #undef cuGraphInstantiateWithParams
 FAKE_EXPORT CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode,
                                         char* logBuffer, size_t bufferSize);
@@ -152,6 +172,7 @@ FAKE_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec,
                                                        CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams);
 FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+FAKE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 
 namespace {
 
@@ -207,4 +228,10 @@ FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
 }
 FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   FAKE_ENTRY(launch(hGraphExec, hStream, DefaultStream::per_thread));
+}
+FAKE_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  FAKE_ENTRY(upload(hGraphExec, hStream, DefaultStream::legacy));
+}
+FAKE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  FAKE_ENTRY(upload(hGraphExec, hStream, DefaultStream::per_thread));
 }

@@ -2,7 +2,8 @@
 // cudart or streampool's). Any image loads; functions and globals are handed out by the name asked
 // for (a global is a zeroed host buffer of kGlobalBytes); launches are recorded, not executed:
 // function name, grid, block, dynamic shared memory and stream, queryable by tests through
-// streampool_fake_launch_count / streampool_fake_launch_at.
+// streampool_fake_launch_count / streampool_fake_launch_at. A launch on a capturing stream becomes a
+// kernel node of the capture's graph instead (recorded when the graph is launched).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -13,6 +14,11 @@
 #include <vector>
 
 #include "api_guard.hpp"
+#include "driver.hpp"
+#include "graph.hpp"
+#include "launch_record.hpp"
+#include "stream.hpp"
+#include "stream_ops.hpp"
 
 namespace fake {
 namespace {
@@ -110,11 +116,27 @@ CUresult launch(CUfunction handle, unsigned gx, unsigned gy, unsigned gz, unsign
                 unsigned shared, CUstream stream) {
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<unsigned long long>(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(state().mutex);
-  if (!known_function(handle)) return CUDA_ERROR_INVALID_HANDLE;
-  const auto* function = reinterpret_cast<const Function*>(handle);
-  state().launches.push_back(Launch{function->name, {gx, gy, gz}, {bx, by, bz}, shared, stream});
-  return CUDA_SUCCESS;
+  const unsigned grid[3] = {gx, gy, gz};
+  const unsigned block[3] = {bx, by, bz};
+  std::shared_ptr<Stream> resolved;
+  if (CUresult status = resolve_stream(stream, DefaultStream::legacy, resolved); status != CUDA_SUCCESS) return status;
+  // On a capturing stream the launch becomes a kernel node of the capture's graph: it is recorded
+  // each time the graph is launched, not now.
+  if (capturing(resolved)) {
+    {
+      std::lock_guard lock(state().mutex);
+      if (!known_function(handle)) return CUDA_ERROR_INVALID_HANDLE;
+    }
+    GraphNode node;
+    node.kind = GraphNodeKind::kernel;
+    node.function = handle;
+    std::copy(grid, grid + 3, node.grid);
+    std::copy(block, block + 3, node.block);
+    node.shared_bytes = shared;
+    const CUgraph graph = resolved->capture().graph;
+    return add_graph_node(graph, nullptr, 0, std::move(node)) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
+  return record_launch(handle, grid, block, shared, stream);
 }
 
 CUresult function_attribute(int* value, CUfunction_attribute attribute, CUfunction handle) {
@@ -135,6 +157,22 @@ CUresult function_attribute(int* value, CUfunction_attribute attribute, CUfuncti
 }
 
 }  // namespace
+
+bool is_function(CUfunction function) {
+  std::lock_guard lock(state().mutex);
+  return known_function(function);
+}
+
+CUresult record_launch(CUfunction function, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+                       CUstream stream) {
+  std::lock_guard lock(state().mutex);
+  if (!known_function(function)) return CUDA_ERROR_INVALID_HANDLE;
+  const auto* recorded = reinterpret_cast<const Function*>(function);
+  state().launches.push_back(
+      Launch{recorded->name, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes, stream});
+  return CUDA_SUCCESS;
+}
+
 }  // namespace fake
 
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) { FAKE_ENTRY(fake::load(module, image)); }

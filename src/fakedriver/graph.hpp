@@ -4,7 +4,10 @@
 // topological order, and an instantiated graph runs its nodes in it, one after another, on the
 // launch stream's worker (a chain: the fake does not run independent branches concurrently).
 // Instantiation copies the nodes, so the graph can change or go away while its executable lives.
-// Graphs made by stream capture are empty (work on a capturing stream is not recorded).
+// Graphs made by stream capture hold the kernels launched on the capturing stream (other work on a
+// capturing stream is not recorded). Kernel nodes run nothing: launching the graph adds their
+// launches to the launch record, so tests see a graph replayed. Graph memory is allocated when its
+// alloc node is added (its address is fixed for the graph's life, as CUDA's is); free nodes do nothing.
 #pragma once
 
 #include <cuda.h>
@@ -17,13 +20,17 @@ namespace fake {
 
 class Event;
 
-enum class GraphNodeKind { empty, host, event_record, event_wait };
+enum class GraphNodeKind { empty, host, event_record, event_wait, kernel, mem_alloc, mem_free };
 
 struct GraphNode {
   GraphNodeKind kind = GraphNodeKind::empty;
   CUhostFn host_function = nullptr;
   void* host_data = nullptr;
   std::shared_ptr<Event> event;  // record and wait nodes; kept alive by the node
+  CUfunction function = nullptr;  // kernel nodes
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
 };
 
 struct Graph {

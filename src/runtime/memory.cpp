@@ -2,6 +2,7 @@
 // stream, asynchronous ones in stream order) and symbol copies. Copies use unified addressing
 // (cuMemcpy*), as cudart does on every 64-bit platform.
 #include "api.hpp"
+#include "copy_kinds.hpp"
 #include "registry.hpp"
 
 extern "C" {
@@ -18,10 +19,6 @@ namespace streampool::runtime {
 namespace {
 
 CUdeviceptr address(const void* pointer) noexcept { return reinterpret_cast<CUdeviceptr>(pointer); }
-
-bool valid_kind(cudaMemcpyKind kind) noexcept {
-  return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
-}
 
 cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread) noexcept {
   if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
@@ -145,7 +142,7 @@ CUDART_EXPORT cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t c
 
 CUDART_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                              cudaMemcpyKind kind) {
-  if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
+  if (!valid_kind_to_symbol(kind)) return finish(cudaErrorInvalidMemcpyDirection);
   CUdeviceptr target = 0;
   if (const cudaError_t error = symbol_address(symbol, count, offset, &target); error != cudaSuccess) return finish(error);
   return finish(cuMemcpy(target, address(src), count));
@@ -153,7 +150,7 @@ CUDART_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src
 
 CUDART_EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                                cudaMemcpyKind kind) {
-  if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
+  if (!valid_kind_from_symbol(kind)) return finish(cudaErrorInvalidMemcpyDirection);
   CUdeviceptr source = 0;
   if (const cudaError_t error = symbol_address(symbol, count, offset, &source); error != cudaSuccess) return finish(error);
   return finish(cuMemcpy(address(dst), source, count));

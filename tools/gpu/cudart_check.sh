@@ -23,7 +23,7 @@ run() { say "\$ $*"; "$@" >>"$log" 2>&1; local rc=$?; say "  -> exit $rc"; [ $rc
 
 cd "$repo" || exit 1
 [ -e "$build_dir/build.ninja" ] || run tools/setup.sh "$build_dir" -DSTREAMPOOL_BUILD_BENCH=OFF
-run cmake --build "$build_dir" --target streampool_cudart streampool_fakecuda runtime_tests vector_add_async pool_threshold \
+run cmake --build "$build_dir" --target streampool_cudart streampool_fakecuda runtime_tests vector_add_async pool_threshold graph_replay \
   -j"$(nproc)"
 if [ $fake -eq 1 ]; then
   export STREAMPOOL_LIBCUDA="$repo/$build_dir/fakecuda/libcuda.so.1"
@@ -35,7 +35,7 @@ fi
 lib="$build_dir/runtime/libstreampool_cudart.so"
 say "library: $(readelf -d "$lib" | grep SONAME)"
 run env STREAMPOOL_LIBCUDA="$repo/$build_dir/fakecuda/libcuda.so.1" "$build_dir/tests/runtime/runtime_tests"
-for example in vector_add_async pool_threshold; do
+for example in vector_add_async pool_threshold graph_replay; do
   say "== $example (ldd: $(ldd "$build_dir/examples/cudart/$example" | grep -E 'cudart|libcuda' | tr -s ' \t' ' '))"
   run env STREAMPOOL_SHOW_MAPS=1 "$build_dir/examples/cudart/$example"
   if grep -q "maps: .*/libcudart.so" "$log"; then say "FAIL: an NVIDIA libcudart is mapped"; status=1; fi

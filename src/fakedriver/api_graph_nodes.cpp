@@ -1,0 +1,98 @@
+// Entry points: the graph nodes of kernels and of graph memory (graph.hpp), and graph memory trim.
+// A kernel node is recorded, not run, each time its graph is launched. A memory alloc node allocates
+// at once, in the current context, and its address is the graph's for the graph's life (CUDA fixes
+// the address of graph memory when the node is added, too); free nodes and trims release nothing.
+#include <algorithm>
+
+#include "allocations.hpp"
+#include "api_guard.hpp"
+#include "driver.hpp"
+#include "graph.hpp"
+#include "launch_record.hpp"
+
+namespace fake {
+namespace {
+
+CUresult add_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count, GraphNode node) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphNode added = add_graph_node(graph, dependencies, count, std::move(node));
+  if (added == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *out = added;
+  return CUDA_SUCCESS;
+}
+
+CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                         const CUDA_KERNEL_NODE_PARAMS* params) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (params == nullptr || params->gridDimX == 0 || params->gridDimY == 0 || params->gridDimZ == 0 ||
+      params->blockDimX == 0 || params->blockDimY == 0 || params->blockDimZ == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!is_function(params->func)) return CUDA_ERROR_INVALID_VALUE;
+  GraphNode node;
+  node.kind = GraphNodeKind::kernel;
+  node.function = params->func;
+  const unsigned grid[3] = {params->gridDimX, params->gridDimY, params->gridDimZ};
+  const unsigned block[3] = {params->blockDimX, params->blockDimY, params->blockDimZ};
+  std::copy(grid, grid + 3, node.grid);
+  std::copy(block, block + 3, node.block);
+  node.shared_bytes = params->sharedMemBytes;
+  return add_node(out, graph, dependencies, count, std::move(node));
+}
+
+CUresult add_mem_alloc_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                            CUDA_MEM_ALLOC_NODE_PARAMS* params) {
+  Context* context = nullptr;
+  if (CUresult status = require_current_context(context); status != CUDA_SUCCESS) return status;
+  if (params == nullptr || params->bytesize == 0 || params->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      params->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult status = require_device(params->poolProps.location.id); status != CUDA_SUCCESS) return status;
+  std::uintptr_t address = 0;
+  if (CUresult status = allocate_memory(MemoryKind::device, params->bytesize, context, address);
+      status != CUDA_SUCCESS) {
+    return status;
+  }
+  GraphNode node;
+  node.kind = GraphNodeKind::mem_alloc;
+  if (CUresult status = add_node(out, graph, dependencies, count, std::move(node)); status != CUDA_SUCCESS) {
+    free_memory(address, true, false);
+    return status;
+  }
+  params->dptr = address;
+  return CUDA_SUCCESS;
+}
+
+CUresult add_mem_free_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                           CUdeviceptr address) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (!find_allocation(address)) return CUDA_ERROR_INVALID_VALUE;
+  GraphNode node;
+  node.kind = GraphNodeKind::mem_free;
+  return add_node(out, graph, dependencies, count, std::move(node));
+}
+
+CUresult graph_mem_trim(CUdevice device) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  return require_device(device);
+}
+
+}  // namespace
+}  // namespace fake
+
+using namespace fake;
+
+FAKE_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                             size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+  FAKE_ENTRY(add_kernel_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+FAKE_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                            size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams) {
+  FAKE_ENTRY(add_mem_alloc_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+FAKE_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                           size_t numDependencies, CUdeviceptr dptr) {
+  FAKE_ENTRY(add_mem_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr));
+}
+FAKE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) { FAKE_ENTRY(graph_mem_trim(device)); }

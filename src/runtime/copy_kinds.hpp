@@ -1,0 +1,24 @@
+// Which cudaMemcpyKind each copy accepts, as cudart checks it before copying: any kind for plain
+// copies (the copy itself goes by unified addressing, so the kind only has to be one); for copies to
+// a __device__ variable only those whose destination is device memory (HostToDevice,
+// DeviceToDevice, Default), for copies from one only those whose source is (DeviceToHost,
+// DeviceToDevice, Default). Anything else is cudaErrorInvalidMemcpyDirection.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+namespace streampool::runtime {
+
+inline bool valid_kind(cudaMemcpyKind kind) noexcept {
+  return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
+}
+
+inline bool valid_kind_to_symbol(cudaMemcpyKind kind) noexcept {
+  return kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault;
+}
+
+inline bool valid_kind_from_symbol(cudaMemcpyKind kind) noexcept {
+  return kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault;
+}
+
+}  // namespace streampool::runtime
