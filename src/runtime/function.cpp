@@ -9,7 +9,7 @@ namespace {
 // The kernel's function in the current context, or the error to return.
 cudaError_t function_of(const void* func, CUfunction* function) noexcept {
   Kernel* kernel = find_kernel(func);
-  if (kernel == nullptr) return cudaErrorInvalidDeviceFunction;
+  if (kernel == nullptr) return kUnknownKernel;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
   return kernel_function(kernel, function);
 }
@@ -72,7 +72,7 @@ CUDART_EXPORT cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache
 CUDART_EXPORT cudaError_t cudaFuncGetName(const char** name, const void* func) {
   if (name == nullptr) return finish(cudaErrorInvalidValue);
   Kernel* kernel = find_kernel(func);
-  if (kernel == nullptr) return finish(cudaErrorInvalidDeviceFunction);
+  if (kernel == nullptr) return finish(kUnknownKernel);
   *name = kernel->name.c_str();
   return cudaSuccess;
 }

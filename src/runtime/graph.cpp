@@ -158,7 +158,7 @@ CUDART_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cu
                                                  const cudaKernelNodeParams* pNodeParams) {
   if (pNodeParams == nullptr) return finish(cudaErrorInvalidValue);
   Kernel* kernel = find_kernel(pNodeParams->func);
-  if (kernel == nullptr) return finish(cudaErrorInvalidDeviceFunction);
+  if (kernel == nullptr) return finish(kUnknownKernel);
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUfunction function = nullptr;
   if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return finish(error);

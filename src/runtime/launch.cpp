@@ -79,8 +79,9 @@ cudaError_t launch(const void* key, dim3 grid, dim3 block, void** args, std::siz
                   : cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared, driver, args,
                                    nullptr);
   if (result == CUDA_SUCCESS) [[likely]] return cudaSuccess;
-  // A grid or block the device cannot run is a configuration error in cudart's terms.
-  return result == CUDA_ERROR_INVALID_VALUE ? finish(cudaErrorInvalidConfiguration) : finish(result);
+  // A grid or block the device cannot run stays the driver's INVALID_VALUE: NVIDIA's cudart 13
+  // answers cudaErrorInvalidValue for both (measured on driver 580), not InvalidConfiguration.
+  return finish(result);
 }
 
 cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) noexcept {
@@ -186,7 +187,7 @@ CUDART_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockD
 CUDART_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function) {
   if (kernel == nullptr) return finish(cudaErrorInvalidValue);
   Kernel* found = find_kernel(function);
-  if (found == nullptr) return finish(cudaErrorInvalidDeviceFunction);
+  if (found == nullptr) return finish(kUnknownKernel);
   *kernel = reinterpret_cast<cudaKernel_t>(found);
   return cudaSuccess;
 }

@@ -110,6 +110,10 @@ CUDART_EXPORT cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, 
 
 CUDART_EXPORT cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
   if (devPtr == nullptr) return finish(cudaErrorInvalidValue);
+  if (size == 0 && (flags == cudaMemAttachGlobal || flags == cudaMemAttachHost)) {
+    *devPtr = nullptr;  // as cudaMalloc of nothing: success (NVIDIA's cudart 13, measured)
+    return cudaSuccess;
+  }
   STREAMPOOL_WITH_CONTEXT(cuMemAllocManaged(reinterpret_cast<CUdeviceptr*>(devPtr), size, flags));
 }
 

@@ -194,7 +194,7 @@ cudaError_t launch_function(const void* key, CUfunction* function) noexcept {
   // The first launch of this kernel by this thread in this context, or the context is not ready yet.
   const unsigned generation = g_generation.load(std::memory_order_acquire);
   Kernel* kernel = find_kernel(key);
-  if (kernel == nullptr) return cudaErrorInvalidDeviceFunction;
+  if (kernel == nullptr) return kUnknownKernel;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
   if (const cudaError_t error = kernel_function(kernel, function); error != cudaSuccess) return error;
   if (cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) {

@@ -47,13 +47,17 @@ void unregister_fat_binary(FatBinary* binary) noexcept;
 
 // The kernel a launch names: a host stub's address, or a cudaKernel_t we handed out. nullptr: unknown.
 Kernel* find_kernel(const void* function) noexcept;
+// What naming no kernel answers: cudart 13 takes a pointer that is no registered stub for a
+// cudaKernel_t handle, so an unknown one is an invalid handle (measured with NVIDIA's cudart 13
+// on driver 580 for cudaLaunchKernel and cudaFuncGetAttributes), not InvalidDeviceFunction.
+inline constexpr cudaError_t kUnknownKernel = cudaErrorInvalidResourceHandle;
 // The kernel's function in the current context (the context must be current), loading its module.
 cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept;
 // What a launch needs: the function that `key` (a host stub's address or a cudaKernel_t) names in the
 // current context, making the context ready first (ensure_context). A thread's second and later
 // launches of a kernel in a context take no lock and no map lookup: the answer is kept in a
 // per-thread cache that registration and resets invalidate. Errors as find_kernel (unknown:
-// cudaErrorInvalidDeviceFunction, checked before the context), ensure_context and kernel_function.
+// kUnknownKernel, checked before the context), ensure_context and kernel_function.
 cudaError_t launch_function(const void* key, CUfunction* function) noexcept;
 // A registered variable's address and size in the current context.
 cudaError_t variable_address(const void* symbol, CUdeviceptr* address, std::size_t* size) noexcept;

@@ -104,17 +104,17 @@ TEST_F(Launch, ChevronPathPushesPopsAndLaunchesByKernelHandle) {
   EXPECT_EQ(records[0].block[0], 64u);
 }
 
-TEST_F(Launch, UnknownFunctionIsInvalidDeviceFunction) {
+TEST_F(Launch, UnknownFunctionIsAnInvalidHandleAsInCudart13) {
   (void)cudaGetLastError();
   EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&launches), dim3(1), dim3(1), nullptr, 0, nullptr),
-            cudaErrorInvalidDeviceFunction);
-  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+            cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
   EXPECT_TRUE(launches().empty());
 }
 
-TEST_F(Launch, OversizedBlockIsInvalidConfiguration) {
+TEST_F(Launch, OversizedBlockIsInvalidValueAsInCudart13) {
   EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&stub_a), dim3(1), dim3(2048), nullptr, 0, nullptr),
-            cudaErrorInvalidConfiguration);
+            cudaErrorInvalidValue);
   EXPECT_TRUE(launches().empty());
   (void)cudaGetLastError();
 }

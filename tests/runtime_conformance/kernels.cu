@@ -62,36 +62,39 @@ std::vector<int> ramp() {
   return values;
 }
 
-TEST(Kernels, BlockLargerThanTheDeviceAllowsIsInvalidConfigurationAndNotSticky) {
+// Launch errors as NVIDIA's cudart 13 answers them on driver 580: a grid or block the device cannot
+// run is cudaErrorInvalidValue (not InvalidConfiguration), and a pointer that is no kernel is taken
+// for a cudaKernel_t handle and is cudaErrorInvalidResourceHandle (not InvalidDeviceFunction).
+TEST(Kernels, BlockLargerThanTheDeviceAllowsIsInvalidValueAndNotSticky) {
   clear_last_error();
   int* out = nullptr;
   ASSERT_CUDA(cudaMalloc(&out, kCount * sizeof(int)));
 
   scale<<<1, 4096>>>(out, out, kCount, 1);
 
-  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   scale<<<1, 256>>>(out, out, kCount, 1);
   EXPECT_CUDA(cudaGetLastError());
   EXPECT_CUDA(cudaDeviceSynchronize());
   EXPECT_CUDA(cudaFree(out));
 }
 
-TEST(Kernels, EmptyGridIsInvalidConfiguration) {
+TEST(Kernels, EmptyGridIsInvalidValue) {
   clear_last_error();
   int* out = nullptr;
   ASSERT_CUDA(cudaMalloc(&out, kCount * sizeof(int)));
 
   scale<<<0, 256>>>(out, out, kCount, 1);
 
-  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT_CUDA(cudaFree(out));
 }
 
-TEST(Kernels, LaunchOfAHostFunctionIsInvalidDeviceFunction) {
+TEST(Kernels, LaunchOfAHostFunctionIsAnInvalidHandle) {
   clear_last_error();
   EXPECT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(&not_a_kernel), dim3(1), dim3(1), nullptr, 0, nullptr),
-            cudaErrorInvalidDeviceFunction);
-  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidDeviceFunction);
+            cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
 }
 
 TEST(Kernels, FuncGetAttributesReportsTheThreadLimit) {
@@ -102,11 +105,11 @@ TEST(Kernels, FuncGetAttributesReportsTheThreadLimit) {
   EXPECT_GE(attributes.numRegs, 0);
 }
 
-TEST(Kernels, FuncGetAttributesOfAHostFunctionIsInvalidDeviceFunction) {
+TEST(Kernels, FuncGetAttributesOfAHostFunctionIsAnInvalidHandle) {
   clear_last_error();
   cudaFuncAttributes attributes{};
   EXPECT_EQ(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&not_a_kernel)),
-            cudaErrorInvalidDeviceFunction);
+            cudaErrorInvalidResourceHandle);
   clear_last_error();
 }
 

@@ -1,6 +1,6 @@
 // Streams and events: flags and priorities, host functions in stream order, the legacy default
-// stream's synchronisation with blocking streams (and not with non-blocking ones), the per-thread
-// default stream, queries (cudaErrorNotReady is an answer, never a last error), event flags,
+// stream's synchronisation with blocking streams (and, on a GPU, not with non-blocking ones), the
+// per-thread default stream (on a GPU: two threads' are independent), queries (cudaErrorNotReady is an answer, never a last error), event flags,
 // elapsed time and waits between streams.
 #include <mutex>
 #include <vector>
@@ -151,24 +151,6 @@ TEST(Streams, BlockingStreamWaitsForTheLegacyDefaultStream) {
   EXPECT_CUDA(cudaStreamDestroy(blocking));
 }
 
-TEST(Streams, NonBlockingStreamDoesNotWaitForTheLegacyDefaultStream) {
-  cudaStream_t non_blocking = nullptr;
-  ASSERT_CUDA(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking));
-  Gate gate;
-  ASSERT_CUDA(cudaLaunchHostFunc(cudaStreamLegacy, Gate::hold, &gate));
-  std::atomic<bool> unused{false};
-  Observation observation{&unused};
-
-  ASSERT_CUDA(cudaLaunchHostFunc(non_blocking, observe, &observation));
-  const bool ran_while_legacy_held = idle_within(non_blocking, std::chrono::seconds(5));
-  gate.open = true;
-
-  EXPECT_TRUE(ran_while_legacy_held);
-  EXPECT_EQ(observation.seen, 0);
-  EXPECT_CUDA(cudaDeviceSynchronize());
-  EXPECT_CUDA(cudaStreamDestroy(non_blocking));
-}
-
 TEST(Streams, PerThreadDefaultStreamRunsWorkInOrder) {
   Order order;
   Step steps[] = {{&order, 1}, {&order, 2}};
@@ -189,25 +171,6 @@ TEST(Streams, PerThreadDefaultStreamWaitsForTheLegacyDefaultStream) {
 
   EXPECT_EQ(observation.seen, 1);
   EXPECT_CUDA(cudaDeviceSynchronize());
-}
-
-TEST(Streams, PerThreadDefaultStreamsOfTwoThreadsAreIndependent) {
-  Gate gate;
-  ASSERT_CUDA(cudaLaunchHostFunc(cudaStreamPerThread, Gate::hold, &gate));
-  std::atomic<bool> unused{false};
-  Observation observation{&unused};
-  bool other_idle = false;
-
-  std::thread other([&] {
-    if (cudaLaunchHostFunc(cudaStreamPerThread, observe, &observation) != cudaSuccess) return;
-    other_idle = idle_within(cudaStreamPerThread, std::chrono::seconds(5));
-  });
-  other.join();
-  gate.open = true;
-
-  EXPECT_TRUE(other_idle);
-  EXPECT_EQ(observation.seen, 0);
-  EXPECT_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
 }
 
 TEST(Streams, DeviceSynchronizeWaitsForEveryStream) {
@@ -309,6 +272,72 @@ TEST(Events, InterprocessEventWithoutTimingIsCreated) {
   cudaEvent_t event = nullptr;
   ASSERT_CUDA(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming));
   EXPECT_CUDA(cudaEventDestroy(event));
+}
+
+// Independence of two streams, shown with the device itself: one stream is held by a kernel that
+// spins until the host releases it (a host function cannot hold it: the driver runs every host
+// function of a context on one thread, so a held host function would hold the other stream's too),
+// and a kernel on the other stream must finish meanwhile. The spin gives up after about 10 s so
+// that a failing test does not hang.
+__global__ void spin_until_released(const volatile int* released) {
+  const long long start = clock64();
+  while (*released == 0 && clock64() - start < 20000000000LL) {
+  }
+}
+__global__ void write_one(volatile int* out) { *out = 1; }
+
+struct HeldStream {
+  int* flags = nullptr;  // [0]: released, [1]: written by the other stream's kernel
+  HeldStream() {
+    if (cudaMallocHost(&flags, 2 * sizeof(int)) == cudaSuccess) flags[0] = flags[1] = 0;
+  }
+  ~HeldStream() {
+    release();
+    cudaDeviceSynchronize();
+    cudaFreeHost(flags);
+  }
+  void hold(cudaStream_t stream) { spin_until_released<<<1, 1, 0, stream>>>(flags); }
+  void release() {
+    if (flags != nullptr) *static_cast<volatile int*>(flags) = 1;
+  }
+  bool written() const { return *static_cast<volatile int*>(flags + 1) == 1; }
+};
+
+TEST(StreamsOnGpu, NonBlockingStreamDoesNotWaitForTheLegacyDefaultStream) {
+  cudaStream_t non_blocking = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking));
+  HeldStream held;
+  ASSERT_NE(held.flags, nullptr);
+  held.hold(cudaStreamLegacy);
+
+  write_one<<<1, 1, 0, non_blocking>>>(held.flags + 1);
+  const bool ran_while_legacy_held = idle_within(non_blocking, std::chrono::seconds(5));
+  const bool written = held.written();
+  held.release();
+
+  EXPECT_TRUE(ran_while_legacy_held);
+  EXPECT_TRUE(written);
+  EXPECT_CUDA(cudaDeviceSynchronize());
+  EXPECT_CUDA(cudaStreamDestroy(non_blocking));
+}
+
+TEST(StreamsOnGpu, PerThreadDefaultStreamsOfTwoThreadsAreIndependent) {
+  HeldStream held;
+  ASSERT_NE(held.flags, nullptr);
+  held.hold(cudaStreamPerThread);
+  bool other_idle = false;
+
+  std::thread other([&] {
+    write_one<<<1, 1, 0, cudaStreamPerThread>>>(held.flags + 1);
+    other_idle = idle_within(cudaStreamPerThread, std::chrono::seconds(5));
+  });
+  other.join();
+  const bool written = held.written();
+  held.release();
+
+  EXPECT_TRUE(other_idle);
+  EXPECT_TRUE(written);
+  EXPECT_CUDA(cudaStreamSynchronize(cudaStreamPerThread));
 }
 
 }  // namespace
