@@ -5,6 +5,7 @@
 // streampool_fake_launch_count / streampool_fake_launch_at.
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -134,9 +135,20 @@ CUresult function_attribute(int* value, CUfunction_attribute attribute, CUfuncti
   return CUDA_SUCCESS;
 }
 
+// CUDA_MODULE_LOADING=EAGER asks the driver to load every function of a module with it; anything
+// else (or nothing) is lazy loading, the default since CUDA 12.2. The fake loads nothing either
+// way, but a runtime asks (NVIDIA's cudart 13 at start) to decide when to load its modules.
+CUresult loading_mode(CUmoduleLoadingMode* mode) {
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const char* setting = std::getenv("CUDA_MODULE_LOADING");
+  *mode = setting != nullptr && std::strcmp(setting, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 }  // namespace fake
 
+FAKE_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) { FAKE_ENTRY(fake::loading_mode(mode)); }
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) { FAKE_ENTRY(fake::load(module, image)); }
 FAKE_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
   FAKE_ENTRY(fake::load(module, fatCubin));
