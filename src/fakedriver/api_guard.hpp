@@ -34,10 +34,10 @@ CUresult guarded(Body&& body) noexcept {
 #define FAKE_ENTRY(impl_call)                                                                       \
   FAKE_COUNT_CALL();                                                                                \
   if (const CUresult fake_injected_ = ::fake::injected_failure(__func__); fake_injected_ != CUDA_SUCCESS) { \
-    ::fake::trace_call(__func__, fake_injected_);                                                   \
+    if (::fake::trace_enabled()) ::fake::trace_call(__func__, fake_injected_);                      \
     return fake_injected_;                                                                          \
   }                                                                                                 \
   FAKE_DELAY_SCOPE();                                                                               \
   const CUresult fake_result_ = ::fake::guarded([&]() -> CUresult { return impl_call; });           \
-  ::fake::trace_call(__func__, fake_result_);                                                       \
+  if (::fake::trace_enabled()) ::fake::trace_call(__func__, fake_result_);                          \
   return fake_result_
