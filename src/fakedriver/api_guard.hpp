@@ -9,6 +9,7 @@
 #include "call_counters.hpp"
 #include "entry_delay.hpp"
 #include "fault_injection.hpp"
+#include "trace.hpp"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -29,11 +30,14 @@ CUresult guarded(Body&& body) noexcept {
 
 // Counts the call, answers an injected failure if a test asked for one (fault_injection.hpp), else
 // runs `impl_call` (an expression returning CUresult) under guarded(), between the entry point's
-// test delays (entry_delay.hpp).
+// test delays (entry_delay.hpp); the answer goes to the trace when one is asked for (trace.hpp).
 #define FAKE_ENTRY(impl_call)                                                                       \
   FAKE_COUNT_CALL();                                                                                \
   if (const CUresult fake_injected_ = ::fake::injected_failure(__func__); fake_injected_ != CUDA_SUCCESS) { \
+    if (::fake::trace_enabled()) ::fake::trace_call(__func__, fake_injected_);                      \
     return fake_injected_;                                                                          \
   }                                                                                                 \
   FAKE_DELAY_SCOPE();                                                                               \
-  return ::fake::guarded([&]() -> CUresult { return impl_call; })
+  const CUresult fake_result_ = ::fake::guarded([&]() -> CUresult { return impl_call; });           \
+  if (::fake::trace_enabled()) ::fake::trace_call(__func__, fake_result_);                          \
+  return fake_result_

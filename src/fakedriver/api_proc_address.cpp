@@ -90,17 +90,27 @@ CUresult get_proc_address(const char* symbol, void** pfn, int cuda_version, cuui
   return CUDA_SUCCESS;
 }
 
+// The trace (trace.hpp) names the symbol asked for, its version and flags.
+CUresult traced_get_proc_address(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                 CUdriverProcAddressQueryResult* status) {
+  if (trace_enabled()) {
+    trace_detail("%s, %d, %llu", symbol != nullptr ? symbol : "(null)", cuda_version,
+                 static_cast<unsigned long long>(flags));
+  }
+  return get_proc_address(symbol, pfn, cuda_version, flags, status);
+}
+
 }  // namespace
 }  // namespace fake
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                          CUdriverProcAddressQueryResult* symbolStatus) {
-  FAKE_ENTRY(fake::get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus));
+  FAKE_ENTRY(fake::traced_get_proc_address(symbol, pfn, cudaVersion, flags, symbolStatus));
 }
 
 // The CUDA 11.3 form, without the status (cuda.h maps the name to _v2, so declare it here).
 #undef cuGetProcAddress
 FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags);
 FAKE_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
-  FAKE_ENTRY(fake::get_proc_address(symbol, pfn, cudaVersion, flags, nullptr));
+  FAKE_ENTRY(fake::traced_get_proc_address(symbol, pfn, cudaVersion, flags, nullptr));
 }

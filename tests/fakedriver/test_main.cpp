@@ -18,6 +18,7 @@ namespace {
 
 constexpr const char* kReportMode = "--report-fake-config";
 constexpr const char* kDelayMode = "--report-fake-delay";
+constexpr const char* kTraceMode = "--make-traced-calls";
 
 int report_fake_config() {
   const CUresult init = cuInit(0);
@@ -38,6 +39,25 @@ int report_fake_delay() {
   cuDriverGetVersion(&version);
   const auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   std::printf("took_us=%lld\n", static_cast<long long>(took.count()));
+  return 0;
+}
+
+// A few calls for trace_test.cpp to find in the trace: one answered, one failing, a symbol looked up,
+// an export table asked for and a NOT_SUPPORTED stand-in called.
+int make_traced_calls() {
+  cuInit(0);
+  int version = 0;
+  cuDriverGetVersion(&version);
+  cuDeviceGetCount(nullptr);
+  void* function = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  cuGetProcAddress_v2("cuMemAlloc", &function, 13000, 0, &status);
+  const void* table = nullptr;
+  const CUuuid validity = {{'\xd4', '\x08', '\x20', '\x55', '\xbd', '\xe6', '\x70', '\x4b', '\x8d', '\x34', '\xba',
+                            '\x12', '\x3c', '\x66', '\xe1', '\xf2'}};
+  cuGetExportTable(&table, &validity);
+  cuGetProcAddress_v2("cuArrayCreate", &function, 13000, 0, &status);
+  if (function != nullptr) reinterpret_cast<int (*)()>(function)();
   return 0;
 }
 
@@ -62,6 +82,7 @@ std::string run_self_with_environment(const std::string& environment, const std:
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], kReportMode) == 0) return report_fake_config();
   if (argc > 1 && std::strcmp(argv[1], kDelayMode) == 0) return report_fake_delay();
+  if (argc > 1 && std::strcmp(argv[1], kTraceMode) == 0) return make_traced_calls();
   setenv("STREAMPOOL_FAKE_DEVICES", std::to_string(fake_test::kDevices).c_str(), 1);
   setenv("STREAMPOOL_FAKE_MEMORY", "1G", 1);
   ::testing::InitGoogleTest(&argc, argv);
