@@ -237,7 +237,7 @@ CUresult record_launch(CUfunction function, const unsigned grid[3], const unsign
   if (!known_function(function)) return CUDA_ERROR_INVALID_HANDLE;
   const auto* recorded = reinterpret_cast<const Function*>(function);
   state().launches.push_back(
-      Launch{recorded->name, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes, stream});
+      Launch{recorded->name, {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, shared_bytes, stream, false, {}});
   return CUDA_SUCCESS;
 }
 
