@@ -145,6 +145,14 @@ int main(int argc, char** argv) {
     random_sizes.push_back(size_t{256} << ((state >> 8) % 17));
   }
 
+  // The default pool of device 0 keeps what it holds at a synchronize.
+  const auto keep_pool_memory = [] {
+    cudaMemPool_t pool = nullptr;
+    CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    unsigned long long keep = ~0ULL;  // the attribute is a cuuint64_t
+    CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  };
+
   void* one_argument = nullptr;
   void* launch_args[] = {&one_argument};
   const std::vector<Workload> workloads = {
@@ -207,6 +215,30 @@ int main(int argc, char** argv) {
        }},
       {"pair_random_sizes", "cudaMallocAsync + cudaFreeAsync, 64 sizes 256 B..16 MiB, on s x1024, one synchronize",
        kPairBatch, [&] {
+         for (int i = 0; i < kPairBatch; ++i) {
+           void* pointer = nullptr;
+           CHECK(cudaMallocAsync(&pointer, random_sizes[static_cast<size_t>(i) % random_sizes.size()], stream));
+           CHECK(cudaFreeAsync(pointer, stream));
+         }
+         CHECK(cudaStreamSynchronize(stream));
+       }},
+      // The same pairs with the default pool keeping its memory at a synchronize (release threshold
+      // UINT64_MAX, as PyTorch and JAX set it): the allocator alone, without the pool shrinking to
+      // nothing and growing again once per batch (the two runs above pay that). Last, as they
+      // leave the threshold set.
+      {"pair_1MiB_kept", "the pair 1 MiB x1000, one synchronize, release threshold UINT64_MAX", kPairBatch,
+       [&] {
+         keep_pool_memory();
+         for (int i = 0; i < kPairBatch; ++i) {
+           void* pointer = nullptr;
+           CHECK(cudaMallocAsync(&pointer, kOneMiB, stream));
+           CHECK(cudaFreeAsync(pointer, stream));
+         }
+         CHECK(cudaStreamSynchronize(stream));
+       }},
+      {"pair_random_sizes_kept", "the pair of 64 sizes 256 B..16 MiB x1024, one synchronize, threshold UINT64_MAX",
+       kPairBatch, [&] {
+         keep_pool_memory();
          for (int i = 0; i < kPairBatch; ++i) {
            void* pointer = nullptr;
            CHECK(cudaMallocAsync(&pointer, random_sizes[static_cast<size_t>(i) % random_sizes.size()], stream));

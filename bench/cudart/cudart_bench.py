@@ -48,6 +48,8 @@ WORKLOADS = (
     ("memcpy_async_d2d", "cudaMemcpyAsync 4 KiB device -> device x100, one sync", "nvidia"),
     ("pair_1MiB", "cudaMallocAsync+cudaFreeAsync 1 MiB x1000, one sync (ns per pair)", "preload"),
     ("pair_random_sizes", "cudaMallocAsync+cudaFreeAsync 256 B..16 MiB x1000, one sync (ns per pair)", "preload"),
+    ("pair_1MiB_kept", "the 1 MiB pair, pool kept (release threshold max)", "preload"),
+    ("pair_random_sizes_kept", "the random-size pair, pool kept (release threshold max)", "preload"),
 )
 
 
