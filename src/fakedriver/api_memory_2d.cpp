@@ -1,0 +1,129 @@
+// Entry points: pitched (2D) copies and memsets, the forms cudart 13 uses for cudaMemcpy2D and
+// cudaMemset2D, synchronous ones on the default stream, asynchronous ones in stream order. Only
+// linear memory (unified, host or device addresses): the fake has no arrays. Every row's device side
+// must lie in memory the fake handed out (an error instead of a crash in the test process).
+#include <cstring>
+
+#include "api_guard.hpp"
+#include "driver.hpp"
+#include "pointer_info.hpp"
+#include "stream_ops.hpp"
+
+namespace fake {
+namespace {
+
+constexpr DefaultStream kLegacy = DefaultStream::legacy;
+constexpr DefaultStream kPerThread = DefaultStream::per_thread;
+
+// One side of a copy: its first byte and pitch, and whether it must be memory the fake handed out.
+struct Plane {
+  std::uintptr_t start = 0;
+  std::size_t pitch = 0;
+  bool device = false;
+};
+
+bool plane_of(CUmemorytype type, const void* host, CUdeviceptr device, std::size_t x, std::size_t y,
+              std::size_t pitch, Plane& plane) {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST: plane.start = reinterpret_cast<std::uintptr_t>(host); break;
+    case CU_MEMORYTYPE_DEVICE: plane.start = device; plane.device = true; break;
+    case CU_MEMORYTYPE_UNIFIED:
+      plane.start = device;
+      plane.device = lookup_pointer(device).has_value();
+      break;
+    default: return false;  // arrays: none here
+  }
+  plane.start += y * pitch + x;
+  plane.pitch = pitch;
+  return plane.start != 0;
+}
+
+bool rows_usable(const Plane& plane, std::size_t width, std::size_t height) {
+  if (!plane.device || width == 0 || height == 0) return true;
+  return device_range_usable(plane.start, (height - 1) * plane.pitch + width);
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, DefaultStream default_stream, bool synchronous) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (copy == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t width = copy->WidthInBytes;
+  const std::size_t height = copy->Height;
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  Plane src;
+  Plane dst;
+  if (!plane_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcXInBytes, copy->srcY, copy->srcPitch,
+                src) ||
+      !plane_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstXInBytes, copy->dstY, copy->dstPitch,
+                dst)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  // A pitch shorter than a row would overlap rows; a single row needs no pitch.
+  if ((height > 1 && (src.pitch < width || dst.pitch < width)) || !rows_usable(src, width, height) ||
+      !rows_usable(dst, width, height)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return submit_to_stream(
+      stream, default_stream,
+      [src, dst, width, height] {
+        for (std::size_t row = 0; row < height; ++row) {
+          std::memmove(reinterpret_cast<void*>(dst.start + row * dst.pitch),
+                       reinterpret_cast<const void*>(src.start + row * src.pitch), width);
+        }
+      },
+      {}, synchronous);
+}
+
+CUresult set_2d(CUdeviceptr dst, std::size_t pitch, unsigned char value, std::size_t width, std::size_t height,
+                CUstream stream, DefaultStream default_stream, bool synchronous) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  const Plane plane{dst, pitch, true};
+  if (dst == 0 || (height > 1 && pitch < width) || !rows_usable(plane, width, height)) return CUDA_ERROR_INVALID_VALUE;
+  return submit_to_stream(
+      stream, default_stream,
+      [plane, value, width, height] {
+        for (std::size_t row = 0; row < height; ++row) {
+          std::memset(reinterpret_cast<void*>(plane.start + row * plane.pitch), value, width);
+        }
+      },
+      {}, synchronous);
+}
+
+}  // namespace
+}  // namespace fake
+
+using namespace fake;
+
+FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) { FAKE_ENTRY(copy_2d(pCopy, nullptr, kLegacy, true)); }
+FAKE_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  FAKE_ENTRY(copy_2d(pCopy, nullptr, kPerThread, true));
+}
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) {
+  FAKE_ENTRY(copy_2d(pCopy, nullptr, kLegacy, true));
+}
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  FAKE_ENTRY(copy_2d(pCopy, nullptr, kPerThread, true));
+}
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  FAKE_ENTRY(copy_2d(pCopy, hStream, kLegacy, false));
+}
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  FAKE_ENTRY(copy_2d(pCopy, hStream, kPerThread, false));
+}
+
+FAKE_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                     size_t Height) {
+  FAKE_ENTRY(set_2d(dstDevice, dstPitch, uc, Width, Height, nullptr, kLegacy, true));
+}
+FAKE_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                          size_t Height) {
+  FAKE_ENTRY(set_2d(dstDevice, dstPitch, uc, Width, Height, nullptr, kPerThread, true));
+}
+FAKE_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                       size_t Height, CUstream hStream) {
+  FAKE_ENTRY(set_2d(dstDevice, dstPitch, uc, Width, Height, hStream, kLegacy, false));
+}
+FAKE_EXPORT CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                            size_t Height, CUstream hStream) {
+  FAKE_ENTRY(set_2d(dstDevice, dstPitch, uc, Width, Height, hStream, kPerThread, false));
+}
