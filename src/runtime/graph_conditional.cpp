@@ -25,6 +25,7 @@ namespace streampool::runtime {
 namespace {
 
 static_assert(sizeof(cudaGraphNodeParams) == sizeof(CUgraphNodeParams));
+static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == sizeof(CUDA_KERNEL_NODE_PARAMS_v3));
 static_assert(sizeof(cudaHostNodeParamsV2) == sizeof(CUDA_HOST_NODE_PARAMS_v2));
 static_assert(sizeof(cudaChildGraphNodeParams) == sizeof(CUDA_CHILD_GRAPH_NODE_PARAMS));
 static_assert(sizeof(cudaEventRecordNodeParams) == sizeof(CUDA_EVENT_RECORD_NODE_PARAMS));
