@@ -1,9 +1,10 @@
-// Entry points: pitched (2D) copies and memsets, the forms cudart 13 uses for cudaMemcpy2D and
-// cudaMemset2D, synchronous ones on the default stream, asynchronous ones in stream order. Only
+// Entry points: pitched (2D) allocations, copies and memsets, the forms cudart 13 uses for
+// cudaMallocPitch, cudaMemcpy2D and cudaMemset2D, synchronous ones on the default stream, asynchronous ones in stream order. Only
 // linear memory (unified, host or device addresses): the fake has no arrays. Every row's device side
 // must lie in memory the fake handed out (an error instead of a crash in the test process).
 #include <cstring>
 
+#include "allocations.hpp"
 #include "api_guard.hpp"
 #include "driver.hpp"
 #include "pointer_info.hpp"
@@ -14,6 +15,24 @@ namespace {
 
 constexpr DefaultStream kLegacy = DefaultStream::legacy;
 constexpr DefaultStream kPerThread = DefaultStream::per_thread;
+// Rows start 512 bytes apart at least, as NVIDIA's driver pads them on current GPUs.
+constexpr std::size_t kPitchAlignment = 512;
+
+CUresult alloc_pitch(CUdeviceptr* out, std::size_t* pitch, std::size_t width, std::size_t height, unsigned element) {
+  Context* context = nullptr;
+  if (CUresult status = require_current_context(context); status != CUDA_SUCCESS) return status;
+  if (out == nullptr || pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (element != 4 && element != 8 && element != 16) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t rounded = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  if (rounded < width || rounded > ~std::size_t{0} / height) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::uintptr_t address = 0;
+  if (CUresult status = allocate_memory(MemoryKind::device, rounded * height, context, address); status != CUDA_SUCCESS) {
+    return status;
+  }
+  *out = address;
+  *pitch = rounded;
+  return CUDA_SUCCESS;
+}
 
 // One side of a copy: its first byte and pitch, and whether it must be memory the fake handed out.
 struct Plane {
@@ -93,6 +112,11 @@ CUresult set_2d(CUdeviceptr dst, std::size_t pitch, unsigned char value, std::si
 }  // namespace fake
 
 using namespace fake;
+
+FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                                        unsigned int ElementSizeBytes) {
+  FAKE_ENTRY(alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+}
 
 FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) { FAKE_ENTRY(copy_2d(pCopy, nullptr, kLegacy, true)); }
 FAKE_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) {

@@ -164,3 +164,10 @@ CUDART_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cu
   if (const cudaError_t error = driver_kernel_params(shape, &params); error != cudaSuccess) return finish(error);
   return finish(cuGraphAddKernelNode(pGraphNode, graph, pDependencies, numDependencies, &params));
 }
+
+// The calling thread's capture interaction mode (which unsafe calls a capture elsewhere forbids);
+// the modes are the driver's.
+CUDART_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (mode == nullptr) return finish(cudaErrorInvalidValue);
+  return finish(cuThreadExchangeStreamCaptureMode(reinterpret_cast<CUstreamCaptureMode*>(mode)));
+}

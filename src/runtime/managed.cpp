@@ -64,3 +64,16 @@ CUDART_EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, voi
                                                         unsigned int flags) {
   return attach(stream, devPtr, length, flags, true);
 }
+
+// What the hints on a managed range are (read-mostly, preferred location, accessed-by, last prefetch).
+CUDART_EXPORT cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize, cudaMemRangeAttribute attribute,
+                                                   const void* devPtr, size_t count) {
+  STREAMPOOL_WITH_CONTEXT(cuMemRangeGetAttribute(data, dataSize, static_cast<CUmem_range_attribute>(attribute),
+                                                 reinterpret_cast<CUdeviceptr>(devPtr), count));
+}
+CUDART_EXPORT cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes, cudaMemRangeAttribute* attributes,
+                                                    size_t numAttributes, const void* devPtr, size_t count) {
+  static_assert(sizeof(cudaMemRangeAttribute) == sizeof(CUmem_range_attribute));
+  STREAMPOOL_WITH_CONTEXT(cuMemRangeGetAttributes(data, dataSizes, reinterpret_cast<CUmem_range_attribute*>(attributes),
+                                                  numAttributes, reinterpret_cast<CUdeviceptr>(devPtr), count));
+}

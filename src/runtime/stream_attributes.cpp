@@ -11,6 +11,7 @@ cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* strea
 cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int* device);
 cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags);
 cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* priority);
+cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src);
 }
 
 namespace streampool::runtime {
@@ -88,3 +89,10 @@ CUDART_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* 
 }
 
 CUDART_EXPORT cudaError_t cudaCtxResetPersistingL2Cache() { STREAMPOOL_WITH_CONTEXT(cuCtxResetPersistingL2Cache()); }
+
+CUDART_EXPORT cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  STREAMPOOL_WITH_CONTEXT(cuStreamCopyAttributes(driver_stream(dst, false), driver_stream(src, false)));
+}
+CUDART_EXPORT cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  STREAMPOOL_WITH_CONTEXT(cuStreamCopyAttributes(driver_stream(dst, true), driver_stream(src, true)));
+}

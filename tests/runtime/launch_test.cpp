@@ -119,4 +119,18 @@ TEST_F(Launch, OversizedBlockIsInvalidConfiguration) {
   (void)cudaGetLastError();
 }
 
+TEST_F(Launch, FuncBySymbolIsEachKernelsOwnDriverFunction) {
+  cudaFunction_t a = nullptr;
+  cudaFunction_t b = nullptr;
+
+  ASSERT_EQ(cudaGetFuncBySymbol(&a, reinterpret_cast<const void*>(&stub_a)), cudaSuccess);
+  ASSERT_EQ(cudaGetFuncBySymbol(&b, reinterpret_cast<const void*>(&stub_b)), cudaSuccess);
+
+  EXPECT_NE(a, nullptr);
+  EXPECT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(cudaGetFuncBySymbol(&a, reinterpret_cast<const void*>(&launches)), cudaErrorInvalidDeviceFunction);
+  (void)cudaGetLastError();
+}
+
 }  // namespace
