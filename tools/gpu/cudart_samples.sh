@@ -22,7 +22,8 @@
 # stops at its first call over the fake, cudaErrorNotSupported: it needs the driver's private export
 # tables, cuGetExportTable, which the fake does not have.)
 #
-# Writes $OUT/cudart_samples.log (OUT defaults to BUILD_DIR): one line per program, PASS (both exit 0
+# Writes $OUT/cudart_samples.log (OUT defaults to BUILD_DIR) and $OUT/cudart_samples_runs.tar.gz (both
+# runs' outputs, their normalised forms, the diffs and the loader's reports): one line per program, PASS (both exit 0
 # with identical normalised outputs, no NVIDIA cudart in the streampool run), FAIL <why> with details
 # on "  | " lines, or SKIP (waived by the sample in both runs, exit 2); then a table
 #   sample | built | NVIDIA exit | streampool exit | identical | NVIDIA cudart mapped | driver
@@ -410,6 +411,9 @@ done
     echo "# for comparison, ${programs[0]} built with NVIDIA's cudart loaded: $(tr '\n' ' ' <"$SAMPLES_WORK/run/${programs[0]}/nvidia.loaded")"
   fi
 } | tee -a "$log"
+# Both runs' outputs, normalised outputs, diffs and loader reports (not the copies of the samples' folders).
+tar -czf "$out/cudart_samples_runs.tar.gz" -C "$SAMPLES_WORK" --exclude='run/*/nvidia' --exclude='run/*/sp' run 2>/dev/null &&
+  say "# outputs of every run: $out/cudart_samples_runs.tar.gz"
 [[ $mode == fake ]] && say "# --fake: kernels are recorded, not run: exit codes and outputs are not expected to match"
 say "cudart-samples: $pass passed, $fail failed, $skip skipped; $linked of ${#programs[@]} link against streampool's runtime ($(($(date +%s) - start))s)"
 if [[ $mode == fake ]]; then
