@@ -190,8 +190,9 @@ if [[ ${1:-} == --one-run ]]; then
       LD_DEBUG=libs "LD_DEBUG_OUTPUT=$runs/$which.ld" "$bin/$name" $args \
       >"$runs/$which.out" 2>"$runs/$which.err" </dev/null)
     rcs+=($?)
+    # The two builds live in different folders; programs that print their own path print both.
     "$SAMPLES_PYTHON" "$SAMPLES_HERE/normalise_output.py" --mode "$compare" --replace "$dir_run=RUNDIR" \
-      "$runs/$which.out" "$runs/$which.err" >"$runs/$which.norm" 2>>"$runs/normalise.log"
+      --replace "$bin/$name=PROGRAM" "$runs/$which.out" "$runs/$which.err" >"$runs/$which.norm" 2>>"$runs/normalise.log"
   done
   nvidia_rc=${rcs[0]}
   sp_rc=${rcs[1]}
