@@ -46,11 +46,13 @@ TEST_F(Symbols, SizeAndAddressAreTheVariables) {
   EXPECT_NE(address, static_cast<void*>(g_table));
 }
 
-TEST_F(Symbols, AsyncCopiesToAndFromRunInStreamOrder) {
+TEST_F(Symbols, AsyncCopiesToAndFromRunInStreamOrderAtTheOffset) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   const std::array<int, 4> values{1, 2, 3, 4};
   std::array<int, 4> back{};
+  const std::array<int, 16> zeros{};
+  ASSERT_EQ(cudaMemcpyToSymbol(g_table, zeros.data(), sizeof(zeros), 0, cudaMemcpyHostToDevice), cudaSuccess);
 
   ASSERT_EQ(cudaMemcpyToSymbolAsync(g_table, values.data(), sizeof(values), 8 * sizeof(int), cudaMemcpyHostToDevice,
                                     stream),
@@ -59,8 +61,12 @@ TEST_F(Symbols, AsyncCopiesToAndFromRunInStreamOrder) {
                                       stream),
             cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::array<int, 16> whole{};
+  ASSERT_EQ(cudaMemcpyFromSymbol(whole.data(), g_table, sizeof(whole), 0, cudaMemcpyDeviceToHost), cudaSuccess);
 
   EXPECT_EQ(back, values);
+  EXPECT_EQ(whole[8], 1);  // written at the offset asked for
+  EXPECT_EQ(whole[11], 4);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
