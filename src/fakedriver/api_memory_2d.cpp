@@ -1,5 +1,5 @@
-// Entry points: pitched (2D) allocations, copies and memsets, the forms cudart 13 uses for
-// cudaMallocPitch, cudaMemcpy2D and cudaMemset2D, synchronous ones on the default stream, asynchronous ones in stream order. Only
+// Entry points: pitched (2D) allocations, 2D and 3D copies and 2D memsets, the forms cudart 13 uses
+// for cudaMallocPitch, cudaMemcpy2D/3D and cudaMemset2D, synchronous ones on the default stream, asynchronous ones in stream order. Only
 // linear memory (unified, host or device addresses): the fake has no arrays. Every row's device side
 // must lie in memory the fake handed out (an error instead of a crash in the test process).
 #include <cstring>
@@ -92,6 +92,47 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, DefaultStream defau
       {}, synchronous);
 }
 
+CUresult copy_3d(const CUDA_MEMCPY3D* copy, CUstream stream, DefaultStream default_stream, bool synchronous) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (copy == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t width = copy->WidthInBytes;
+  const std::size_t height = copy->Height;
+  const std::size_t depth = copy->Depth;
+  if (width == 0 || height == 0 || depth == 0) return CUDA_SUCCESS;
+  // A slice is pitch * height bytes; the planes start at (x, y) of slice z.
+  Plane src;
+  Plane dst;
+  if (!plane_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcXInBytes,
+                copy->srcY + copy->srcZ * copy->srcHeight, copy->srcPitch, src) ||
+      !plane_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstXInBytes,
+                copy->dstY + copy->dstZ * copy->dstHeight, copy->dstPitch, dst)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if ((height * depth > 1 && (src.pitch < width || dst.pitch < width)) ||
+      (depth > 1 && (copy->srcHeight < height || copy->dstHeight < height))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const std::size_t src_slice = src.pitch * copy->srcHeight;
+  const std::size_t dst_slice = dst.pitch * copy->dstHeight;
+  const std::size_t src_span = (depth - 1) * src_slice + (height - 1) * src.pitch + width;
+  const std::size_t dst_span = (depth - 1) * dst_slice + (height - 1) * dst.pitch + width;
+  if ((src.device && !device_range_usable(src.start, src_span)) ||
+      (dst.device && !device_range_usable(dst.start, dst_span))) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return submit_to_stream(
+      stream, default_stream,
+      [src, dst, width, height, depth, src_slice, dst_slice] {
+        for (std::size_t slice = 0; slice < depth; ++slice) {
+          for (std::size_t row = 0; row < height; ++row) {
+            std::memmove(reinterpret_cast<void*>(dst.start + slice * dst_slice + row * dst.pitch),
+                         reinterpret_cast<const void*>(src.start + slice * src_slice + row * src.pitch), width);
+          }
+        }
+      },
+      {}, synchronous);
+}
+
 CUresult set_2d(CUdeviceptr dst, std::size_t pitch, unsigned char value, std::size_t width, std::size_t height,
                 CUstream stream, DefaultStream default_stream, bool synchronous) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
@@ -133,6 +174,17 @@ FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hSt
 }
 FAKE_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
   FAKE_ENTRY(copy_2d(pCopy, hStream, kPerThread, false));
+}
+
+FAKE_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* pCopy) { FAKE_ENTRY(copy_3d(pCopy, nullptr, kLegacy, true)); }
+FAKE_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* pCopy) {
+  FAKE_ENTRY(copy_3d(pCopy, nullptr, kPerThread, true));
+}
+FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+  FAKE_ENTRY(copy_3d(pCopy, hStream, kLegacy, false));
+}
+FAKE_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
+  FAKE_ENTRY(copy_3d(pCopy, hStream, kPerThread, false));
 }
 
 FAKE_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,

@@ -105,4 +105,28 @@ TEST(Memory2D, BadArgumentsAreCudartsErrors) {
   EXPECT_EQ(cudaFree(device), cudaSuccess);
 }
 
+TEST(Memory3D, CopiesABoxOutOfPitchedSlices) {
+  // Source: 2 slices of 3 rows of 8 bytes (pitch 8); the box is 4 bytes x 2 rows x 2 slices at (2, 1, 0).
+  std::vector<unsigned char> source(2 * 3 * 8);
+  std::iota(source.begin(), source.end(), 0);
+  void* device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, 4 * 2 * 2), cudaSuccess);
+  cudaMemcpy3DParms params{};
+  params.srcPtr = cudaPitchedPtr{source.data(), 8, 8, 3};
+  params.srcPos = cudaPos{2, 1, 0};
+  params.dstPtr = cudaPitchedPtr{device, 4, 4, 2};
+  params.extent = cudaExtent{4, 2, 2};
+  params.kind = cudaMemcpyHostToDevice;
+
+  ASSERT_EQ(cudaMemcpy3D(&params), cudaSuccess);
+  std::vector<unsigned char> box(4 * 2 * 2);
+  ASSERT_EQ(cudaMemcpy(box.data(), device, box.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+
+  EXPECT_EQ(box[0], 8 + 2);           // slice 0, row 1, byte 2
+  EXPECT_EQ(box[4], 16 + 2);          // slice 0, row 2
+  EXPECT_EQ(box[8], 24 + 8 + 2);      // slice 1, row 1
+  EXPECT_EQ(box[15], 24 + 16 + 2 + 3);
+  EXPECT_EQ(cudaFree(device), cudaSuccess);
+}
+
 }  // namespace
