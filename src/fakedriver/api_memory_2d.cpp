@@ -1,11 +1,13 @@
 // Entry points: pitched (2D) allocations, 2D and 3D copies and 2D memsets, the forms cudart 13 uses
-// for cudaMallocPitch, cudaMemcpy2D/3D and cudaMemset2D, synchronous ones on the default stream, asynchronous ones in stream order. Only
-// linear memory (unified, host or device addresses): the fake has no arrays. Every row's device side
-// must lie in memory the fake handed out (an error instead of a crash in the test process).
+// for cudaMallocPitch, cudaMemcpy2D/3D and cudaMemset2D, synchronous ones on the default stream,
+// asynchronous ones in stream order, between linear memory (unified, host or device addresses) and
+// fake arrays (array.hpp). Every row's device side must lie in memory the fake handed out, every
+// array row inside the array (an error instead of a crash in the test process).
 #include <cstring>
 
 #include "allocations.hpp"
 #include "api_guard.hpp"
+#include "array.hpp"
 #include "driver.hpp"
 #include "pointer_info.hpp"
 #include "stream_ops.hpp"
@@ -38,11 +40,15 @@ CUresult alloc_pitch(CUdeviceptr* out, std::size_t* pitch, std::size_t width, st
 struct Plane {
   std::uintptr_t start = 0;
   std::size_t pitch = 0;
+  std::size_t slice = 0;    // bytes from one slice to the next (3D copies)
   bool device = false;
+  std::uintptr_t end = 0;   // arrays: one past their last byte (the copy must stay inside)
 };
 
-bool plane_of(CUmemorytype type, const void* host, CUdeviceptr device, std::size_t x, std::size_t y,
-              std::size_t pitch, Plane& plane) {
+// The plane of one side at (x bytes, y, z): linear memory with the given pitch and slice height,
+// or an array with its own.
+bool plane_of(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, std::size_t x, std::size_t y,
+              std::size_t z, std::size_t pitch, std::size_t height, Plane& plane) {
   switch (type) {
     case CU_MEMORYTYPE_HOST: plane.start = reinterpret_cast<std::uintptr_t>(host); break;
     case CU_MEMORYTYPE_DEVICE: plane.start = device; plane.device = true; break;
@@ -50,16 +56,28 @@ bool plane_of(CUmemorytype type, const void* host, CUdeviceptr device, std::size
       plane.start = device;
       plane.device = lookup_pointer(device).has_value();
       break;
-    default: return false;  // arrays: none here
+    case CU_MEMORYTYPE_ARRAY: {
+      ArrayLayout layout;
+      if (!array_layout(array, &layout)) return false;
+      plane.start = layout.base;
+      plane.end = layout.base + layout.pitch * layout.height * layout.depth;
+      pitch = layout.pitch;
+      height = layout.height;
+      break;
+    }
+    default: return false;
   }
-  plane.start += y * pitch + x;
+  plane.start += (z * height + y) * pitch + x;
   plane.pitch = pitch;
+  plane.slice = pitch * height;
   return plane.start != 0;
 }
 
-bool rows_usable(const Plane& plane, std::size_t width, std::size_t height) {
-  if (!plane.device || width == 0 || height == 0) return true;
-  return device_range_usable(plane.start, (height - 1) * plane.pitch + width);
+bool rows_usable(const Plane& plane, std::size_t width, std::size_t height, std::size_t depth = 1) {
+  if (width == 0 || height == 0 || depth == 0) return true;
+  const std::size_t span = (depth - 1) * plane.slice + (height - 1) * plane.pitch + width;
+  if (plane.end != 0) return width <= plane.pitch && plane.start + span <= plane.end;
+  return !plane.device || device_range_usable(plane.start, span);
 }
 
 CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, DefaultStream default_stream, bool synchronous) {
@@ -70,10 +88,10 @@ CUresult copy_2d(const CUDA_MEMCPY2D* copy, CUstream stream, DefaultStream defau
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   Plane src;
   Plane dst;
-  if (!plane_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcXInBytes, copy->srcY, copy->srcPitch,
-                src) ||
-      !plane_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstXInBytes, copy->dstY, copy->dstPitch,
-                dst)) {
+  if (!plane_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcArray, copy->srcXInBytes, copy->srcY, 0,
+                copy->srcPitch, 0, src) ||
+      !plane_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstArray, copy->dstXInBytes, copy->dstY, 0,
+                copy->dstPitch, 0, dst)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   // A pitch shorter than a row would overlap rows; a single row needs no pitch.
@@ -102,24 +120,19 @@ CUresult copy_3d(const CUDA_MEMCPY3D* copy, CUstream stream, DefaultStream defau
   // A slice is pitch * height bytes; the planes start at (x, y) of slice z.
   Plane src;
   Plane dst;
-  if (!plane_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcXInBytes,
-                copy->srcY + copy->srcZ * copy->srcHeight, copy->srcPitch, src) ||
-      !plane_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstXInBytes,
-                copy->dstY + copy->dstZ * copy->dstHeight, copy->dstPitch, dst)) {
+  if (!plane_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcArray, copy->srcXInBytes, copy->srcY,
+                copy->srcZ, copy->srcPitch, copy->srcHeight, src) ||
+      !plane_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstArray, copy->dstXInBytes, copy->dstY,
+                copy->dstZ, copy->dstPitch, copy->dstHeight, dst)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if ((height * depth > 1 && (src.pitch < width || dst.pitch < width)) ||
-      (depth > 1 && (copy->srcHeight < height || copy->dstHeight < height))) {
+      (depth > 1 && (src.slice < height * src.pitch || dst.slice < height * dst.pitch)) ||
+      !rows_usable(src, width, height, depth) || !rows_usable(dst, width, height, depth)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const std::size_t src_slice = src.pitch * copy->srcHeight;
-  const std::size_t dst_slice = dst.pitch * copy->dstHeight;
-  const std::size_t src_span = (depth - 1) * src_slice + (height - 1) * src.pitch + width;
-  const std::size_t dst_span = (depth - 1) * dst_slice + (height - 1) * dst.pitch + width;
-  if ((src.device && !device_range_usable(src.start, src_span)) ||
-      (dst.device && !device_range_usable(dst.start, dst_span))) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  const std::size_t src_slice = src.slice;
+  const std::size_t dst_slice = dst.slice;
   return submit_to_stream(
       stream, default_stream,
       [src, dst, width, height, depth, src_slice, dst_slice] {
@@ -137,7 +150,10 @@ CUresult set_2d(CUdeviceptr dst, std::size_t pitch, unsigned char value, std::si
                 CUstream stream, DefaultStream default_stream, bool synchronous) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   if (width == 0 || height == 0) return CUDA_SUCCESS;
-  const Plane plane{dst, pitch, true};
+  Plane plane;
+  plane.start = dst;
+  plane.pitch = pitch;
+  plane.device = true;
   if (dst == 0 || (height > 1 && pitch < width) || !rows_usable(plane, width, height)) return CUDA_ERROR_INVALID_VALUE;
   return submit_to_stream(
       stream, default_stream,

@@ -1,4 +1,5 @@
-// Entry points: texture objects over linear and pitched memory. Nothing samples them (no kernels
+// Entry points: texture objects over linear memory, pitched memory and arrays, surface objects over
+// arrays. Nothing samples them (no kernels
 // run); what the fake keeps is what was asked for, so cuTexObjectGetResourceDesc and
 // cuTexObjectGetTextureDesc answer it back, after the checks the driver makes: a known format and
 // channel count, memory the fake handed out, no arrays.
@@ -6,6 +7,7 @@
 #include <mutex>
 
 #include "api_guard.hpp"
+#include "array.hpp"
 #include "driver.hpp"
 #include "pointer_info.hpp"
 
@@ -58,7 +60,11 @@ bool valid_resource(const CUDA_RESOURCE_DESC& resource) {
            pitched.height != 0 && pitched.pitchInBytes >= row &&
            device_range_usable(pitched.devPtr, (pitched.height - 1) * pitched.pitchInBytes + row);
   }
-  return false;  // arrays and mipmapped arrays: the fake has none
+  if (resource.resType == CU_RESOURCE_TYPE_ARRAY) {
+    ArrayLayout layout;
+    return array_layout(resource.res.array.hArray, &layout);
+  }
+  return false;  // mipmapped arrays: the fake has none
 }
 
 CUresult create(CUtexObject* out, const CUDA_RESOURCE_DESC* resource, const CUDA_TEXTURE_DESC* texture,
@@ -73,6 +79,13 @@ CUresult create(CUtexObject* out, const CUDA_RESOURCE_DESC* resource, const CUDA
   registry.objects.emplace(handle, TextureObject{*resource, *texture});
   *out = handle;
   return CUDA_SUCCESS;
+}
+
+// Surfaces: over arrays only; kept with an empty texture description.
+CUresult create_surface(CUsurfObject* out, const CUDA_RESOURCE_DESC* resource) {
+  if (resource == nullptr || resource->resType != CU_RESOURCE_TYPE_ARRAY) return CUDA_ERROR_INVALID_VALUE;
+  const CUDA_TEXTURE_DESC none{};
+  return create(out, resource, &none, nullptr);
 }
 
 CUresult destroy(CUtexObject handle) {
@@ -111,3 +124,7 @@ FAKE_EXPORT CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc, CUte
   if (pTexDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   FAKE_ENTRY(query(texObject, [pTexDesc](const TextureObject& object) { *pTexDesc = object.texture; }));
 }
+FAKE_EXPORT CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject, const CUDA_RESOURCE_DESC* pResDesc) {
+  FAKE_ENTRY(create_surface(pSurfObject, pResDesc));
+}
+FAKE_EXPORT CUresult cuSurfObjectDestroy(CUsurfObject surfObject) { FAKE_ENTRY(destroy(surfObject)); }
