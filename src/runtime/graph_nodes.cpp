@@ -29,9 +29,9 @@ CUDART_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* pGraphNode, cu
                                                  const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                                  const cudaMemcpy3DParms* pCopyParams) {
   if (pCopyParams == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUDA_MEMCPY3D copy;
   if (const cudaError_t error = driver_copy_3d(*pCopyParams, &copy); error != cudaSuccess) return finish(error);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   return add_copy_node(pGraphNode, graph, pDependencies, numDependencies, copy);
 }
 

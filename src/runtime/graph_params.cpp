@@ -1,5 +1,6 @@
 #include "graph_params.hpp"
 
+#include "channel_format.hpp"
 #include "registry.hpp"
 
 namespace streampool::runtime {
@@ -47,19 +48,51 @@ cudaError_t driver_kernel_params(const KernelLaunchShape& shape, CUDA_KERNEL_NOD
   return cudaSuccess;
 }
 
+// An array side: positions and the width are in elements there; the driver counts x in bytes.
+cudaError_t array_side(cudaArray_const_t array, const cudaPos& position, CUmemorytype* type, CUarray* handle,
+                       std::size_t* x, std::size_t* y, std::size_t* z, std::size_t* element) noexcept {
+  CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+  if (cuArray3DGetDescriptor(&descriptor, driver_array(array)) != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+  *element = element_bytes(descriptor.Format, descriptor.NumChannels);
+  if (*element == 0) return cudaErrorInvalidValue;
+  *type = CU_MEMORYTYPE_ARRAY;
+  *handle = driver_array(array);
+  *x = position.x * *element;
+  *y = position.y;
+  *z = position.z;
+  return cudaSuccess;
+}
+
 cudaError_t driver_copy_3d(const cudaMemcpy3DParms& params, CUDA_MEMCPY3D* out) noexcept {
   if (!valid_kind(params.kind)) return cudaErrorInvalidMemcpyDirection;
-  if (params.srcArray != nullptr || params.dstArray != nullptr) return cudaErrorInvalidValue;
   const bool src_host = params.kind == cudaMemcpyHostToHost || params.kind == cudaMemcpyHostToDevice;
   const bool dst_host = params.kind == cudaMemcpyHostToHost || params.kind == cudaMemcpyDeviceToHost;
   *out = CUDA_MEMCPY3D{};
-  side(params.srcPtr, params.srcPos, src_host, &out->srcMemoryType, &out->srcHost, &out->srcDevice, &out->srcXInBytes,
-       &out->srcY, &out->srcZ, &out->srcPitch, &out->srcHeight);
-  const void* dst_host_pointer = nullptr;
-  side(params.dstPtr, params.dstPos, dst_host, &out->dstMemoryType, &dst_host_pointer, &out->dstDevice,
-       &out->dstXInBytes, &out->dstY, &out->dstZ, &out->dstPitch, &out->dstHeight);
-  out->dstHost = const_cast<void*>(dst_host_pointer);
-  out->WidthInBytes = params.extent.width;
+  // The extent is in elements when an array takes part, else in bytes.
+  std::size_t element = 1;
+  if (params.srcArray != nullptr) {
+    if (const cudaError_t error = array_side(params.srcArray, params.srcPos, &out->srcMemoryType, &out->srcArray,
+                                             &out->srcXInBytes, &out->srcY, &out->srcZ, &element);
+        error != cudaSuccess) {
+      return error;
+    }
+  } else {
+    side(params.srcPtr, params.srcPos, src_host, &out->srcMemoryType, &out->srcHost, &out->srcDevice,
+         &out->srcXInBytes, &out->srcY, &out->srcZ, &out->srcPitch, &out->srcHeight);
+  }
+  if (params.dstArray != nullptr) {
+    if (const cudaError_t error = array_side(params.dstArray, params.dstPos, &out->dstMemoryType, &out->dstArray,
+                                             &out->dstXInBytes, &out->dstY, &out->dstZ, &element);
+        error != cudaSuccess) {
+      return error;
+    }
+  } else {
+    const void* dst_host_pointer = nullptr;
+    side(params.dstPtr, params.dstPos, dst_host, &out->dstMemoryType, &dst_host_pointer, &out->dstDevice,
+         &out->dstXInBytes, &out->dstY, &out->dstZ, &out->dstPitch, &out->dstHeight);
+    out->dstHost = const_cast<void*>(dst_host_pointer);
+  }
+  out->WidthInBytes = params.extent.width * element;
   out->Height = params.extent.height;
   out->Depth = params.extent.depth;
   return cudaSuccess;

@@ -1,5 +1,5 @@
-// 3D copies of pitched linear memory (cudaMemcpy3D and its asynchronous and per-thread forms), through
-// the driver's 3D copy. No arrays: a cudaArray_t side is cudaErrorInvalidValue.
+// 3D copies of pitched linear memory and arrays (cudaMemcpy3D and its asynchronous and per-thread
+// forms), through the driver's 3D copy.
 #include "api.hpp"
 #include "graph_params.hpp"
 
@@ -14,10 +14,10 @@ namespace {
 
 cudaError_t copy_3d(const cudaMemcpy3DParms* params, cudaStream_t stream, bool asynchronous, bool per_thread) noexcept {
   if (params == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUDA_MEMCPY3D copy;
   if (const cudaError_t error = driver_copy_3d(*params, &copy); error != cudaSuccess) return finish(error);
   if (copy.WidthInBytes == 0 || copy.Height == 0 || copy.Depth == 0) return cudaSuccess;
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   if (asynchronous) return finish(cuMemcpy3DAsync(&copy, driver_stream(stream, per_thread)));
   return finish(per_thread ? cuMemcpy3D_v2_ptds(&copy) : cuMemcpy3D(&copy));
 }

@@ -1,58 +1,16 @@
-// Texture objects over linear and pitched memory (cudaCreateTextureObject with a linear or pitch2D
-// resource), channel descriptors, and the resource a texture object reads. The runtime describes a
-// texel by its channels' bit widths and kind; the driver by a format and a channel count. Arrays
-// (array and mipmapped-array resources, resource views) are not there: the runtime has no arrays,
-// so those are cudaErrorInvalidValue.
+// Texture objects over linear memory, pitched memory and arrays, surface objects over arrays, and
+// channel descriptors. Texel formats translate through channel_format.hpp. Mipmapped arrays and
+// resource views are not there (cudaErrorInvalidValue).
 #include <cstring>
 
 #include "api.hpp"
+#include "channel_format.hpp"
 
 namespace streampool::runtime {
 namespace {
 
 static_assert(static_cast<int>(cudaAddressModeBorder) == static_cast<int>(CU_TR_ADDRESS_MODE_BORDER));
 static_assert(static_cast<int>(cudaFilterModeLinear) == static_cast<int>(CU_TR_FILTER_MODE_LINEAR));
-
-struct DriverFormat {
-  CUarray_format format;
-  unsigned channels;
-  bool integer;  // read as integers unless the runtime asks for normalised floats
-};
-
-// The driver's format for equal-width channels, x first, of a signed, unsigned or float kind.
-cudaError_t driver_format(const cudaChannelFormatDesc& desc, DriverFormat* out) noexcept {
-  const int widths[4] = {desc.x, desc.y, desc.z, desc.w};
-  unsigned channels = 0;
-  while (channels < 4 && widths[channels] != 0) ++channels;
-  if (channels == 0 || channels == 3) return cudaErrorInvalidChannelDescriptor;
-  for (unsigned index = 0; index < 4; ++index) {
-    const bool used = index < channels;
-    if ((used && widths[index] != desc.x) || (!used && widths[index] != 0)) return cudaErrorInvalidChannelDescriptor;
-  }
-  out->channels = channels;
-  out->integer = desc.f != cudaChannelFormatKindFloat;
-  switch (desc.f) {
-    case cudaChannelFormatKindSigned:
-      if (desc.x == 8) out->format = CU_AD_FORMAT_SIGNED_INT8;
-      else if (desc.x == 16) out->format = CU_AD_FORMAT_SIGNED_INT16;
-      else if (desc.x == 32) out->format = CU_AD_FORMAT_SIGNED_INT32;
-      else return cudaErrorInvalidChannelDescriptor;
-      return cudaSuccess;
-    case cudaChannelFormatKindUnsigned:
-      if (desc.x == 8) out->format = CU_AD_FORMAT_UNSIGNED_INT8;
-      else if (desc.x == 16) out->format = CU_AD_FORMAT_UNSIGNED_INT16;
-      else if (desc.x == 32) out->format = CU_AD_FORMAT_UNSIGNED_INT32;
-      else return cudaErrorInvalidChannelDescriptor;
-      return cudaSuccess;
-    case cudaChannelFormatKindFloat:
-      if (desc.x == 16) out->format = CU_AD_FORMAT_HALF;
-      else if (desc.x == 32) out->format = CU_AD_FORMAT_FLOAT;
-      else return cudaErrorInvalidChannelDescriptor;
-      return cudaSuccess;
-    default:
-      return cudaErrorInvalidChannelDescriptor;  // normalised and block-compressed kinds live in arrays
-  }
-}
 
 cudaError_t driver_resource(const cudaResourceDesc& resource, CUDA_RESOURCE_DESC* out, bool* integer) noexcept {
   *out = CUDA_RESOURCE_DESC{};
@@ -76,8 +34,20 @@ cudaError_t driver_resource(const cudaResourceDesc& resource, CUDA_RESOURCE_DESC
       out->res.pitch2D.height = resource.res.pitch2D.height;
       out->res.pitch2D.pitchInBytes = resource.res.pitch2D.pitchInBytes;
       break;
+    case cudaResourceTypeArray: {
+      // The texels' kind is the array's: asked of the driver (the context must be current).
+      CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+      const CUarray array = driver_array(resource.res.array.array);
+      if (array == nullptr) return cudaErrorInvalidValue;
+      if (cuArray3DGetDescriptor(&descriptor, array) != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+      const cudaChannelFormatDesc desc = runtime_format(descriptor.Format, descriptor.NumChannels);
+      format.integer = desc.f != cudaChannelFormatKindFloat;
+      out->resType = CU_RESOURCE_TYPE_ARRAY;
+      out->res.array.hArray = array;
+      break;
+    }
     default:
-      return cudaErrorInvalidValue;
+      return cudaErrorInvalidValue;  // mipmapped arrays: not there
   }
   out->flags = resource.flags;
   *integer = format.integer;
@@ -119,13 +89,13 @@ CUDART_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObjec
                                                   const cudaResourceViewDesc* pResViewDesc) {
   if (pTexObject == nullptr || pResDesc == nullptr || pTexDesc == nullptr) return finish(cudaErrorInvalidValue);
   if (pResViewDesc != nullptr) return finish(cudaErrorInvalidValue);  // views are of arrays
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUDA_RESOURCE_DESC resource;
   bool integer = false;
   if (const cudaError_t error = driver_resource(*pResDesc, &resource, &integer); error != cudaSuccess) {
     return finish(error);
   }
   const CUDA_TEXTURE_DESC texture = driver_texture(*pTexDesc, integer);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUtexObject object = 0;
   const CUresult result = cuTexObjectCreate(&object, &resource, &texture, nullptr);
   if (result == CUDA_SUCCESS) *pTexObject = object;
@@ -134,4 +104,24 @@ CUDART_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObjec
 
 CUDART_EXPORT cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject) {
   STREAMPOOL_WITH_CONTEXT(cuTexObjectDestroy(texObject));
+}
+
+// Surface objects: over arrays made with cudaArraySurfaceLoadStore, nothing else.
+CUDART_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject, const cudaResourceDesc* pResDesc) {
+  if (pSurfObject == nullptr || pResDesc == nullptr) return finish(cudaErrorInvalidValue);
+  if (pResDesc->resType != cudaResourceTypeArray) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  CUDA_RESOURCE_DESC resource;
+  bool integer = false;
+  if (const cudaError_t error = driver_resource(*pResDesc, &resource, &integer); error != cudaSuccess) {
+    return finish(error);
+  }
+  CUsurfObject object = 0;
+  const CUresult result = cuSurfObjectCreate(&object, &resource);
+  if (result == CUDA_SUCCESS) *pSurfObject = object;
+  return finish(result);
+}
+
+CUDART_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
+  STREAMPOOL_WITH_CONTEXT(cuSurfObjectDestroy(surfObject));
 }

@@ -109,11 +109,11 @@ TEST_F(GraphNodes, WhatTheRuntimeCannotExpressIsItsError) {
                                      static_cast<cudaMemcpyKind>(cudaMemcpyDefault + 1)),
             cudaErrorInvalidMemcpyDirection);
   cudaMemcpy3DParms from_array{};
-  from_array.srcArray = reinterpret_cast<cudaArray_t>(&value);
+  from_array.srcArray = reinterpret_cast<cudaArray_t>(&value);  // no array the driver knows
   from_array.dstPtr = row(device, 4);
   from_array.extent = cudaExtent{4, 1, 1};
   from_array.kind = cudaMemcpyDeviceToDevice;
-  EXPECT_EQ(cudaGraphAddMemcpyNode(&node, graph, nullptr, 0, &from_array), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGraphAddMemcpyNode(&node, graph, nullptr, 0, &from_array), cudaErrorInvalidResourceHandle);
   cudaGraphNodeParams kernel{};
   kernel.type = cudaGraphNodeTypeKernel;
   kernel.kernel.func = &value;  // not a registered kernel
