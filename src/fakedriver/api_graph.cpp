@@ -46,6 +46,7 @@ CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* depe
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   GraphNode node;
   node.kind = kind;
+  node.type = kind == GraphNodeKind::event_record ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT;
   node.event = find_event(event);
   if (!node.event) return CUDA_ERROR_INVALID_HANDLE;
   return add_node(out, graph, dependencies, count, std::move(node));
@@ -56,6 +57,7 @@ CUresult add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* depen
   if (params == nullptr || params->fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   GraphNode node;
   node.kind = GraphNodeKind::host;
+  node.type = CU_GRAPH_NODE_TYPE_HOST;
   node.host_function = params->fn;
   node.host_data = params->userData;
   return add_node(out, graph, dependencies, count, std::move(node));
@@ -112,6 +114,9 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
         break;
       case GraphNodeKind::host:
         operations.push_back({[fn = node.host_function, data = node.host_data] { fn(data); }, {}});
+        break;
+      case GraphNodeKind::work:
+        operations.push_back({node.work, {}});
         break;
       case GraphNodeKind::event_record: {
         auto mark = std::make_shared<EventMark>();

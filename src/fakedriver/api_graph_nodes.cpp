@@ -31,6 +31,7 @@ CUresult add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dep
   if (!is_function(params->func)) return CUDA_ERROR_INVALID_VALUE;
   GraphNode node;
   node.kind = GraphNodeKind::kernel;
+  node.type = CU_GRAPH_NODE_TYPE_KERNEL;
   node.function = params->func;
   const unsigned grid[3] = {params->gridDimX, params->gridDimY, params->gridDimZ};
   const unsigned block[3] = {params->blockDimX, params->blockDimY, params->blockDimZ};
@@ -56,6 +57,7 @@ CUresult add_mem_alloc_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* 
   }
   GraphNode node;
   node.kind = GraphNodeKind::mem_alloc;
+  node.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
   if (CUresult status = add_node(out, graph, dependencies, count, std::move(node)); status != CUDA_SUCCESS) {
     free_memory(address, true, false);
     return status;
@@ -70,6 +72,7 @@ CUresult add_mem_free_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   if (!find_allocation(address)) return CUDA_ERROR_INVALID_VALUE;
   GraphNode node;
   node.kind = GraphNodeKind::mem_free;
+  node.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
   return add_node(out, graph, dependencies, count, std::move(node));
 }
 

@@ -179,6 +179,7 @@ CUresult launch(CUfunction handle, unsigned gx, unsigned gy, unsigned gz, unsign
     }
     GraphNode node;
     node.kind = GraphNodeKind::kernel;
+    node.type = CU_GRAPH_NODE_TYPE_KERNEL;
     node.function = handle;
     std::copy(grid, grid + 3, node.grid);
     std::copy(block, block + 3, node.block);

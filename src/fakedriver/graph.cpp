@@ -81,6 +81,28 @@ bool destroy_graph_exec(CUgraphExec handle) {
   return true;
 }
 
+bool graph_node_handles(CUgraph handle, std::vector<CUgraphNode>* nodes) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  Graph* graph = live_graph_locked(graphs, handle);
+  if (graph == nullptr) return false;
+  nodes->clear();
+  for (const auto& node : graph->nodes) nodes->push_back(reinterpret_cast<CUgraphNode>(node.get()));
+  return true;
+}
+
+bool graph_node_type(CUgraphNode node, CUgraphNodeType* type) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  for (Graph* graph : graphs.graphs) {
+    if (owns_node(*graph, node)) {
+      *type = reinterpret_cast<const GraphNode*>(node)->type;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool graph_exec_nodes(CUgraphExec handle, std::vector<GraphNode>* nodes) {
   auto& graphs = registry();
   std::lock_guard lock(graphs.mutex);

@@ -1,5 +1,6 @@
 // Fake graphs: the minimum for programs that record events or run host code through a graph.
-// A graph is a list of nodes (empty, host function, event record, event wait) in the order they
+// A graph is a list of nodes (empty, host function, event record, event wait, and copies and memsets
+// of linear memory as work that runs on the host) in the order they
 // were added; since a node's dependencies must exist when it is added, that order is a valid
 // topological order, and an instantiated graph runs its nodes in it, one after another, on the
 // launch stream's worker (a chain: the fake does not run independent branches concurrently).
@@ -13,6 +14,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,7 +22,7 @@ namespace fake {
 
 class Event;
 
-enum class GraphNodeKind { empty, host, event_record, event_wait, kernel, mem_alloc, mem_free };
+enum class GraphNodeKind { empty, host, event_record, event_wait, kernel, mem_alloc, mem_free, work };
 
 struct GraphNode {
   GraphNodeKind kind = GraphNodeKind::empty;
@@ -31,6 +33,8 @@ struct GraphNode {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;
+  std::function<void()> work;    // work nodes (copies, memsets)
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;  // what cuGraphNodeGetType answers
 };
 
 struct Graph {
@@ -52,6 +56,10 @@ CUgraphNode add_graph_node(CUgraph handle, const CUgraphNode* dependencies, std:
 // Instantiates a live graph; nullptr if `handle` is not one.
 CUgraphExec instantiate_graph(CUgraph handle);
 bool destroy_graph_exec(CUgraphExec handle);
+// The handles of a live graph's nodes, in the order they were added; false for an unknown graph.
+bool graph_node_handles(CUgraph handle, std::vector<CUgraphNode>* nodes);
+// The type of a node of a live graph; false for an unknown node.
+bool graph_node_type(CUgraphNode node, CUgraphNodeType* type);
 // A copy of an executable graph's nodes; false for an unknown handle.
 bool graph_exec_nodes(CUgraphExec handle, std::vector<GraphNode>* nodes);
 

@@ -45,6 +45,9 @@ cudaError_t ensure_context() noexcept;
 bool context_ready() noexcept;
 // The calling thread's device (cudaGetDevice's answer once a context is current).
 int current_device() noexcept;
+// `device`'s primary context, retained by this process (once) but not made current: for calls that
+// name another device's context (peer copies, peer access).
+cudaError_t primary_context(int device, CUcontext* context) noexcept;
 // Forgets this process's contexts of `device` (cudaDeviceReset): the next call retains it again.
 void forget_context(int device) noexcept;
 

@@ -128,6 +128,13 @@ bool context_ready() noexcept { return t_ready_epoch == g_epoch.load(std::memory
 
 int current_device() noexcept { return t_device; }
 
+cudaError_t primary_context(int device, CUcontext* context) noexcept {
+  if (const cudaError_t error = check_device(device); error != cudaSuccess) {
+    return error == cudaErrorNoDevice ? error : cudaErrorInvalidDevice;
+  }
+  return activate_primary(device, context);
+}
+
 void forget_context(int device) noexcept {
   if (device < 0 || device >= kMaxDevices) return;
   {

@@ -101,3 +101,12 @@ CUDART_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dyna
   if (const cudaError_t error = function_of(func, &function); error != cudaSuccess) return finish(error);
   return finish(cuOccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize, function, numBlocks, blockSize));
 }
+
+// The driver function of a kernel named by its host stub, in the current context.
+CUDART_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr) {
+  if (functionPtr == nullptr) return finish(cudaErrorInvalidValue);
+  CUfunction function = nullptr;
+  if (const cudaError_t error = function_of(symbolPtr, &function); error != cudaSuccess) return finish(error);
+  *functionPtr = function;  // cudaFunction_t is the driver's CUfunction
+  return cudaSuccess;
+}

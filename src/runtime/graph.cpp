@@ -3,7 +3,7 @@
 #include <cstddef>
 
 #include "api.hpp"
-#include "registry.hpp"
+#include "graph_params.hpp"
 
 extern "C" {
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMode mode);
@@ -157,21 +157,17 @@ CUDART_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cu
                                                  const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                                  const cudaKernelNodeParams* pNodeParams) {
   if (pNodeParams == nullptr) return finish(cudaErrorInvalidValue);
-  Kernel* kernel = find_kernel(pNodeParams->func);
-  if (kernel == nullptr) return finish(kUnknownKernel);
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
-  CUfunction function = nullptr;
-  if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return finish(error);
-  CUDA_KERNEL_NODE_PARAMS params{};
-  params.func = function;
-  params.gridDimX = pNodeParams->gridDim.x;
-  params.gridDimY = pNodeParams->gridDim.y;
-  params.gridDimZ = pNodeParams->gridDim.z;
-  params.blockDimX = pNodeParams->blockDim.x;
-  params.blockDimY = pNodeParams->blockDim.y;
-  params.blockDimZ = pNodeParams->blockDim.z;
-  params.sharedMemBytes = pNodeParams->sharedMemBytes;
-  params.kernelParams = pNodeParams->kernelParams;
-  params.extra = pNodeParams->extra;
+  CUDA_KERNEL_NODE_PARAMS params;
+  const KernelLaunchShape shape{pNodeParams->func,         pNodeParams->gridDim,      pNodeParams->blockDim,
+                                pNodeParams->sharedMemBytes, pNodeParams->kernelParams, pNodeParams->extra};
+  if (const cudaError_t error = driver_kernel_params(shape, &params); error != cudaSuccess) return finish(error);
   return finish(cuGraphAddKernelNode(pGraphNode, graph, pDependencies, numDependencies, &params));
+}
+
+// The calling thread's capture interaction mode (which unsafe calls a capture elsewhere forbids);
+// the modes are the driver's.
+CUDART_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (mode == nullptr) return finish(cudaErrorInvalidValue);
+  return finish(cuThreadExchangeStreamCaptureMode(reinterpret_cast<CUstreamCaptureMode*>(mode)));
 }

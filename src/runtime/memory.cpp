@@ -1,9 +1,8 @@
 // Linear memory: device, pinned host, managed; copies and memsets (synchronous ones on the default
-// stream, asynchronous ones in stream order) and symbol copies. Copies use unified addressing
+// stream, asynchronous ones in stream order). Copies use unified addressing
 // (cuMemcpy*), as cudart does on every 64-bit platform.
 #include "api.hpp"
 #include "copy_kinds.hpp"
-#include "registry.hpp"
 
 extern "C" {
 // The per-thread synchronous driver copies (cuda.h declares them only under CUDA_API_PER_THREAD_DEFAULT_STREAM).
@@ -46,15 +45,6 @@ cudaError_t set_async(void* ptr, int value, size_t count, cudaStream_t stream, b
   if (count == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   return finish(cuMemsetD8Async(address(ptr), static_cast<unsigned char>(value), count, driver_stream(stream, per_thread)));
-}
-
-cudaError_t symbol_address(const void* symbol, size_t count, size_t offset, CUdeviceptr* target) noexcept {
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
-  std::size_t size = 0;
-  if (const cudaError_t error = variable_address(symbol, target, &size); error != cudaSuccess) return error;
-  if (offset > size || count > size - offset) return cudaErrorInvalidValue;
-  *target += offset;
-  return cudaSuccess;
 }
 
 }  // namespace
@@ -144,26 +134,9 @@ CUDART_EXPORT cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t c
   return set_async(devPtr, value, count, stream, true);
 }
 
-CUDART_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
-                                             cudaMemcpyKind kind) {
-  if (!valid_kind_to_symbol(kind)) return finish(cudaErrorInvalidMemcpyDirection);
-  CUdeviceptr target = 0;
-  if (const cudaError_t error = symbol_address(symbol, count, offset, &target); error != cudaSuccess) return finish(error);
-  return finish(cuMemcpy(target, address(src), count));
-}
-
-CUDART_EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
-                                               cudaMemcpyKind kind) {
-  if (!valid_kind_from_symbol(kind)) return finish(cudaErrorInvalidMemcpyDirection);
-  CUdeviceptr source = 0;
-  if (const cudaError_t error = symbol_address(symbol, count, offset, &source); error != cudaSuccess) return finish(error);
-  return finish(cuMemcpy(address(dst), source, count));
-}
-
-CUDART_EXPORT cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
-  if (devPtr == nullptr) return finish(cudaErrorInvalidValue);
-  CUdeviceptr target = 0;
-  if (const cudaError_t error = symbol_address(symbol, 0, 0, &target); error != cudaSuccess) return finish(error);
-  *devPtr = reinterpret_cast<void*>(target);
-  return cudaSuccess;
+// The flags pinned host memory was allocated with (cudaHostAlloc's, cudaHostAllocMapped always set
+// since CUDA 4 maps all pinned memory); an error for memory the runtime did not pin.
+CUDART_EXPORT cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost) {
+  if (pFlags == nullptr) return finish(cudaErrorInvalidValue);
+  STREAMPOOL_WITH_CONTEXT(cuMemHostGetFlags(pFlags, pHost));
 }

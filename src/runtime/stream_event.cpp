@@ -7,6 +7,7 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void* userData);
 }
 
@@ -69,6 +70,13 @@ CUDART_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream
 }
 CUDART_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
   STREAMPOOL_WITH_CONTEXT(cuEventRecord(event, driver_stream(stream, true)));
+}
+// Flags: cudaEventRecordDefault or cudaEventRecordExternal (the driver's values).
+CUDART_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  STREAMPOOL_WITH_CONTEXT(cuEventRecordWithFlags(event, driver_stream(stream, false), flags));
+}
+CUDART_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  STREAMPOOL_WITH_CONTEXT(cuEventRecordWithFlags(event, driver_stream(stream, true), flags));
 }
 CUDART_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) { STREAMPOOL_WITH_CONTEXT(cuEventQuery(event)); }
 CUDART_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) { STREAMPOOL_WITH_CONTEXT(cuEventSynchronize(event)); }

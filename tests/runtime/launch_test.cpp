@@ -119,4 +119,19 @@ TEST_F(Launch, OversizedBlockIsInvalidValueAsInCudart13) {
   (void)cudaGetLastError();
 }
 
+TEST_F(Launch, FuncBySymbolIsEachKernelsOwnDriverFunction) {
+  cudaFunction_t a = nullptr;
+  cudaFunction_t b = nullptr;
+
+  ASSERT_EQ(cudaGetFuncBySymbol(&a, reinterpret_cast<const void*>(&stub_a)), cudaSuccess);
+  ASSERT_EQ(cudaGetFuncBySymbol(&b, reinterpret_cast<const void*>(&stub_b)), cudaSuccess);
+
+  EXPECT_NE(a, nullptr);
+  EXPECT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  // A pointer that is no kernel: an invalid handle, as cudart 13 answers a launch of one.
+  EXPECT_EQ(cudaGetFuncBySymbol(&a, reinterpret_cast<const void*>(&launches)), cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+}
+
 }  // namespace

@@ -1,0 +1,105 @@
+// Entry points: CUDA arrays (array.hpp): create with a 3D descriptor, destroy, describe.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "api_guard.hpp"
+#include "array.hpp"
+#include "driver.hpp"
+
+namespace fake {
+namespace {
+
+struct FakeArray {
+  CUDA_ARRAY3D_DESCRIPTOR descriptor;
+  std::vector<unsigned char> bytes;
+  ArrayLayout layout;
+};
+
+struct ArrayRegistry {
+  std::mutex mutex;
+  std::map<CUarray, std::unique_ptr<FakeArray>> arrays;
+};
+
+ArrayRegistry& registry() {
+  static auto* instance = new ArrayRegistry();  // never destroyed
+  return *instance;
+}
+
+std::size_t format_bytes(CUarray_format format) {
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+  }
+}
+
+CUresult create(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) {
+  Context* context = nullptr;
+  if (CUresult status = require_current_context(context); status != CUDA_SUCCESS) return status;
+  if (out == nullptr || descriptor == nullptr || descriptor->Width == 0) return CUDA_ERROR_INVALID_VALUE;
+  const std::size_t element = format_bytes(descriptor->Format) * descriptor->NumChannels;
+  const unsigned channels = descriptor->NumChannels;
+  if (element == 0 || (channels != 1 && channels != 2 && channels != 4)) return CUDA_ERROR_INVALID_VALUE;
+  auto array = std::make_unique<FakeArray>();
+  array->descriptor = *descriptor;
+  array->layout.pitch = descriptor->Width * element;
+  array->layout.height = descriptor->Height == 0 ? 1 : descriptor->Height;
+  array->layout.depth = descriptor->Depth == 0 ? 1 : descriptor->Depth;
+  array->bytes.resize(array->layout.pitch * array->layout.height * array->layout.depth);
+  array->layout.base = reinterpret_cast<std::uintptr_t>(array->bytes.data());
+  const auto handle = reinterpret_cast<CUarray>(array.get());
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  arrays.arrays.emplace(handle, std::move(array));
+  *out = handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult destroy(CUarray handle) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  return arrays.arrays.erase(handle) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult describe(CUDA_ARRAY3D_DESCRIPTOR* out, CUarray handle) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  auto found = arrays.arrays.find(handle);
+  if (found == arrays.arrays.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *out = found->second->descriptor;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+bool array_layout(CUarray handle, ArrayLayout* layout) {
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  auto found = arrays.arrays.find(handle);
+  if (found == arrays.arrays.end()) return false;
+  *layout = found->second->layout;
+  return true;
+}
+
+}  // namespace fake
+
+using namespace fake;
+
+FAKE_EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAllocateArray) {
+  FAKE_ENTRY(create(pHandle, pAllocateArray));
+}
+FAKE_EXPORT CUresult cuArrayDestroy(CUarray hArray) { FAKE_ENTRY(destroy(hArray)); }
+FAKE_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* pArrayDescriptor, CUarray hArray) {
+  FAKE_ENTRY(describe(pArrayDescriptor, hArray));
+}

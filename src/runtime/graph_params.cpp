@@ -1,0 +1,127 @@
+#include "graph_params.hpp"
+
+#include "channel_format.hpp"
+#include "registry.hpp"
+
+namespace streampool::runtime {
+namespace {
+
+bool valid_kind(cudaMemcpyKind kind) noexcept {
+  return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
+}
+
+// One side of a copy: a host pointer when the kind says host, else a unified address.
+void side(const cudaPitchedPtr& pointer, const cudaPos& position, bool host, CUmemorytype* type, const void** host_out,
+          CUdeviceptr* device_out, std::size_t* x, std::size_t* y, std::size_t* z, std::size_t* pitch,
+          std::size_t* height) noexcept {
+  *type = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_UNIFIED;
+  if (host) {
+    *host_out = pointer.ptr;
+  } else {
+    *device_out = reinterpret_cast<CUdeviceptr>(pointer.ptr);
+  }
+  *x = position.x;  // bytes: linear memory has 1-byte elements
+  *y = position.y;
+  *z = position.z;
+  *pitch = pointer.pitch;
+  *height = pointer.ysize;
+}
+
+}  // namespace
+
+cudaError_t driver_kernel_params(const KernelLaunchShape& shape, CUDA_KERNEL_NODE_PARAMS* out) noexcept {
+  Kernel* kernel = find_kernel(shape.func);
+  if (kernel == nullptr) return kUnknownKernel;
+  CUfunction function = nullptr;
+  if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return error;
+  *out = CUDA_KERNEL_NODE_PARAMS{};
+  out->func = function;
+  out->gridDimX = shape.grid.x;
+  out->gridDimY = shape.grid.y;
+  out->gridDimZ = shape.grid.z;
+  out->blockDimX = shape.block.x;
+  out->blockDimY = shape.block.y;
+  out->blockDimZ = shape.block.z;
+  out->sharedMemBytes = shape.shared_bytes;
+  out->kernelParams = shape.params;
+  out->extra = shape.extra;
+  return cudaSuccess;
+}
+
+// An array side: positions and the width are in elements there; the driver counts x in bytes.
+cudaError_t array_side(cudaArray_const_t array, const cudaPos& position, CUmemorytype* type, CUarray* handle,
+                       std::size_t* x, std::size_t* y, std::size_t* z, std::size_t* element) noexcept {
+  CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+  if (cuArray3DGetDescriptor(&descriptor, driver_array(array)) != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+  *element = element_bytes(descriptor.Format, descriptor.NumChannels);
+  if (*element == 0) return cudaErrorInvalidValue;
+  *type = CU_MEMORYTYPE_ARRAY;
+  *handle = driver_array(array);
+  *x = position.x * *element;
+  *y = position.y;
+  *z = position.z;
+  return cudaSuccess;
+}
+
+cudaError_t driver_copy_3d(const cudaMemcpy3DParms& params, CUDA_MEMCPY3D* out) noexcept {
+  if (!valid_kind(params.kind)) return cudaErrorInvalidMemcpyDirection;
+  const bool src_host = params.kind == cudaMemcpyHostToHost || params.kind == cudaMemcpyHostToDevice;
+  const bool dst_host = params.kind == cudaMemcpyHostToHost || params.kind == cudaMemcpyDeviceToHost;
+  *out = CUDA_MEMCPY3D{};
+  // The extent is in elements when an array takes part, else in bytes.
+  std::size_t element = 1;
+  if (params.srcArray != nullptr) {
+    if (const cudaError_t error = array_side(params.srcArray, params.srcPos, &out->srcMemoryType, &out->srcArray,
+                                             &out->srcXInBytes, &out->srcY, &out->srcZ, &element);
+        error != cudaSuccess) {
+      return error;
+    }
+  } else {
+    side(params.srcPtr, params.srcPos, src_host, &out->srcMemoryType, &out->srcHost, &out->srcDevice,
+         &out->srcXInBytes, &out->srcY, &out->srcZ, &out->srcPitch, &out->srcHeight);
+  }
+  if (params.dstArray != nullptr) {
+    if (const cudaError_t error = array_side(params.dstArray, params.dstPos, &out->dstMemoryType, &out->dstArray,
+                                             &out->dstXInBytes, &out->dstY, &out->dstZ, &element);
+        error != cudaSuccess) {
+      return error;
+    }
+  } else {
+    const void* dst_host_pointer = nullptr;
+    side(params.dstPtr, params.dstPos, dst_host, &out->dstMemoryType, &dst_host_pointer, &out->dstDevice,
+         &out->dstXInBytes, &out->dstY, &out->dstZ, &out->dstPitch, &out->dstHeight);
+    out->dstHost = const_cast<void*>(dst_host_pointer);
+  }
+  out->WidthInBytes = params.extent.width * element;
+  out->Height = params.extent.height;
+  out->Depth = params.extent.depth;
+  return cudaSuccess;
+}
+
+cudaError_t driver_copy_1d(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, CUDA_MEMCPY3D* out) noexcept {
+  cudaMemcpy3DParms params{};
+  params.srcPtr = cudaPitchedPtr{const_cast<void*>(src), count, count, 1};
+  params.dstPtr = cudaPitchedPtr{dst, count, count, 1};
+  params.extent = cudaExtent{count, 1, 1};
+  params.kind = kind;
+  return driver_copy_3d(params, out);
+}
+
+CUDA_MEMSET_NODE_PARAMS driver_memset(const cudaMemsetParams& params) noexcept {
+  CUDA_MEMSET_NODE_PARAMS converted{};
+  converted.dst = reinterpret_cast<CUdeviceptr>(params.dst);
+  converted.pitch = params.pitch;
+  converted.value = params.value;
+  converted.elementSize = params.elementSize;
+  converted.width = params.width;
+  converted.height = params.height;
+  return converted;
+}
+
+CUcontext current_context() noexcept {
+  CUcontext context = nullptr;
+  if (cuCtxGetCurrent(&context) != CUDA_SUCCESS) return nullptr;
+  return context;
+}
+
+}  // namespace streampool::runtime

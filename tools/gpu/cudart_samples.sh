@@ -1,0 +1,424 @@
+#!/usr/bin/env bash
+# NVIDIA's cuda-samples linked to streampool's CUDA runtime: builds every program listed in
+# cudart_samples.txt twice with nvcc, once with NVIDIA's cudart (`-cudart shared`) and once with
+# `-cudart none` linked to BUILD_DIR/runtime/libstreampool_cudart.so (DT_RUNPATH to its folder, so no
+# LD_LIBRARY_PATH is needed), runs both on NVIDIA's driver, and compares their exit codes and
+# normalised outputs (normalise_output.py). For the streampool build it records which CUDA libraries
+# the process loaded, dlopen'ed ones included (the dynamic loader's own report, LD_DEBUG=libs, written
+# to a file of its own so the program's output is untouched; nothing is preloaded and the samples are
+# unchanged), and what `ldd` says; "NVIDIA cudart mapped" must be "no".
+#
+#   tools/gpu/cudart_samples.sh [--fake] [--samples DIR] [BUILD_DIR]
+#
+# BUILD_DIR (default build-gpu): a streampool build folder; the runtime and the fake driver are built
+# there first when missing (tools/setup.sh configures the folder if it has no build files). The
+# programs are built into BUILD_DIR/cudart-samples/. The samples' sources: --samples DIR, else
+# $CUDA_SAMPLES, else .gl/cuda-samples of the repository (see cuda_samples_corpus.sh --prepare).
+#
+# --fake: no GPU. Both builds run over the fake driver (NVIDIA's cudart finds it through
+# LD_LIBRARY_PATH, streampool's through STREAMPOOL_LIBCUDA). The fake records kernels without running
+# them, so results differ and the verdicts mean nothing: the dry run shows that every program links,
+# starts and gets through the runtime's initialisation, and that the script works. (NVIDIA's cudart
+# stops at its first call over the fake, cudaErrorNotSupported: it needs the driver's private export
+# tables, cuGetExportTable, which the fake does not have.)
+#
+# Writes $OUT/cudart_samples.log (OUT defaults to BUILD_DIR) and $OUT/cudart_samples_runs.tar.gz (both
+# runs' outputs, their normalised forms, the diffs and the loader's reports): one line per program, PASS (both exit 0
+# with identical normalised outputs, no NVIDIA cudart in the streampool run), FAIL <why> with details
+# on "  | " lines, or SKIP (waived by the sample in both runs, exit 2); then a table
+#   sample | built | NVIDIA exit | streampool exit | identical | NVIDIA cudart mapped | driver
+# and the streampool build's loaded CUDA libraries per program. Exits 1 if any program failed (in
+# --fake mode only when a program failed to build).
+#
+# Environment: CUDA_SAMPLES, NVCC, CUDA_HOME, PYTHON, SAMPLES_ARCH (default: the GPU's, else sm_90),
+# SAMPLES_BUILD_JOBS (default: CPUs), SAMPLES_RUN_JOBS (programs at once, default 8), SAMPLES_TIMEOUT
+# (seconds a run, default 60; timeout=N in the list overrides it), SAMPLES_BUDGET (seconds for the
+# whole script, default 540), SAMPLES_ONLY (extended regex of names), SAMPLES_MANIFEST.
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+manifest=${SAMPLES_MANIFEST:-$here/cudart_samples.txt}
+python=${PYTHON:-python3}
+
+# The manifest, one program a line: NAME|DIR|SOURCES|LIBS|OPTIONS|ARGS (blanks trimmed).
+manifest_lines() {
+  sed -e 's/[[:space:]]*|[[:space:]]*/|/g' -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$manifest" |
+    grep -v -e '^#' -e '^$' -e '^-'
+}
+manifest_entry() { manifest_lines | awk -F'|' -v n="$1" '$1 == n { print; exit }'; }
+has_option() { [[ " $1 " == *" $2 "* ]]; }
+option_value() {
+  local option
+  for option in $1; do
+    [[ $option == "$2="* ]] && echo "${option#*=}"
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# One build (through xargs): --one-build NAME VARIANT, VARIANT nvidia or streampool. Writes
+# $SAMPLES_WORK/bin/NAME/VARIANT/: the program, the kernel files it loads, build.log, and status:
+# "ok" or "fail <why>" (for the streampool build: the cuda* symbols the linker could not resolve).
+if [[ ${1:-} == --one-build ]]; then
+  name=$2
+  variant=$3
+  out=$SAMPLES_WORK/bin/$name/$variant
+  rm -rf "$out"
+  mkdir -p "$out"
+  IFS='|' read -r _ dir sources libs options _args < <(manifest_entry "$name")
+  src=$SAMPLES_SRC/Samples/$dir
+  if [[ ! -d $src ]]; then
+    echo "fail no folder Samples/$dir in $SAMPLES_SRC" >"$out/status"
+    exit 0
+  fi
+  link=()
+  for lib in $libs; do
+    case $lib in
+      cuda) link+=(-L"$SAMPLES_CUDA/lib64/stubs" -lcuda) ;;
+      gomp) link+=(-Xcompiler -fopenmp -lgomp) ;;
+      *) link+=("-l$lib") ;;
+    esac
+  done
+  flags=(-O2 -std=c++17 "-arch=$SAMPLES_ARCH" --extended-lambda -Wno-deprecated-gpu-targets -w
+    -I"$SAMPLES_SRC/Common" -I"$src")
+  [[ -d $src/inc ]] && flags+=(-I"$src/inc")
+  if [[ $variant == nvidia ]]; then
+    flags+=(-cudart shared -L"$SAMPLES_CUDA/lib64" -Xlinker -rpath -Xlinker "$SAMPLES_CUDA/lib64")
+  else
+    flags+=(-cudart none -L"$SAMPLES_RUNTIME_DIR" -lstreampool_cudart -Xlinker -rpath -Xlinker "$SAMPLES_RUNTIME_DIR")
+  fi
+  read -r -a source_files <<<"$sources"
+  step() { echo "+ $*"; timeout -k 10 "$SAMPLES_BUILD_TIMEOUT" "$@"; }
+  (
+    cd "$src" || exit 1
+    if has_option "$options" rdc && [[ $variant == streampool ]]; then
+      # Relocatable device code: `-cudart none` also turns nvcc's device link off, so the device link
+      # (with the device runtime) is a step of its own, then the host link.
+      objects=()
+      for source in "${source_files[@]}"; do
+        object=$out/obj/$(basename "${source%.*}").o
+        mkdir -p "$out/obj"
+        step "$SAMPLES_NVCC" "${flags[@]}" -dc "$source" -o "$object" || exit $?
+        objects+=("$object")
+      done
+      step "$SAMPLES_NVCC" "-arch=$SAMPLES_ARCH" -Wno-deprecated-gpu-targets -dlink "${objects[@]}" -o "$out/obj/dlink.o" \
+        -L"$SAMPLES_CUDA/lib64" -lcudadevrt || exit $?
+      step "$SAMPLES_NVCC" "${flags[@]}" "${objects[@]}" "$out/obj/dlink.o" -o "$out/$name" -L"$SAMPLES_CUDA/lib64" \
+        -lcudadevrt "${link[@]}" || exit $?
+    elif has_option "$options" rdc; then
+      step "$SAMPLES_NVCC" "${flags[@]}" -rdc=true "${source_files[@]}" -o "$out/$name" -lcudadevrt "${link[@]}" || exit $?
+    else
+      step "$SAMPLES_NVCC" "${flags[@]}" "${source_files[@]}" -o "$out/$name" "${link[@]}" || exit $?
+    fi
+    for option in $options; do
+      case $option in
+        fatbin:*:*)
+          IFS=: read -r _ kernel file <<<"$option"
+          echo "+ $SAMPLES_NVCC -arch=$SAMPLES_ARCH -fatbin $kernel -o $out/$file"
+          timeout -k 10 "$SAMPLES_BUILD_TIMEOUT" "$SAMPLES_NVCC" "-arch=$SAMPLES_ARCH" -Wno-deprecated-gpu-targets \
+            -I"$SAMPLES_SRC/Common" -fatbin "$kernel" -o "$out/$file" || exit $?
+          ;;
+      esac
+    done
+  ) >"$out/build.log" 2>&1
+  rc=$?
+  if [[ $rc -eq 0 && -x $out/$name ]]; then
+    echo ok >"$out/status"
+  else
+    missing=$(grep -o "undefined reference to \`[^']*'" "$out/build.log" | sed "s/.*\`//; s/'\$//" | sort -u | tr '\n' ' ')
+    if [[ -n $missing ]]; then
+      echo "fail unresolved: $missing" >"$out/status"
+    else
+      echo "fail build failed (exit $rc)" >"$out/status"
+    fi
+  fi
+  exit 0
+fi
+
+# The CUDA libraries a run loaded, from the loader's LD_DEBUG=libs files ("calling init: PATH" is
+# printed for every object initialised, dlopen'ed ones included), one path a line.
+loaded_cuda_libraries() {
+  cat "$@" 2>/dev/null | sed -n 's/.*calling init: //p' | grep -E 'libcuda|cudart' | sort -u
+}
+
+# ---------------------------------------------------------------------------------------------
+# One program's two runs (through xargs): --one-run NAME. Writes $SAMPLES_WORK/results/NAME: a line
+# "verdict|nvidia_rc|sp_rc|identical|cudart_mapped|driver", then the verdict line and its details.
+if [[ ${1:-} == --one-run ]]; then
+  name=$2
+  IFS='|' read -r _ dir _sources _libs options args < <(manifest_entry "$name")
+  result=$SAMPLES_WORK/results/$name
+  runs=$SAMPLES_WORK/run/$name
+  limit=$(option_value "$options" timeout)
+  limit=${limit:-$SAMPLES_TIMEOUT}
+  [[ $SAMPLES_MODE == fake ]] && limit=$SAMPLES_TIMEOUT
+  compare=full
+  has_option "$options" result && compare=result
+  has_option "$options" nonumbers && compare=nonumbers
+  left=$((SAMPLES_DEADLINE - $(date +%s)))
+  if ((left < 10)); then
+    printf '%s\n' "FAIL|-|-|-|-|-" "FAIL $name not run: the time budget (SAMPLES_BUDGET) was spent" >"$result"
+    exit 0
+  fi
+  ((limit * 2 > left)) && limit=$((left / 2))
+  rm -rf "$runs"
+  mkdir -p "$runs"
+  # Neither run is preloaded; over the fake, NVIDIA's cudart loads libcuda.so.1 by name.
+  env_nvidia=(-u LD_PRELOAD -u STREAMPOOL_LIBCUDA)
+  env_sp=(-u LD_PRELOAD -u STREAMPOOL_LIBCUDA)
+  if [[ $SAMPLES_MODE == fake ]]; then
+    env_nvidia=(-u LD_PRELOAD "LD_LIBRARY_PATH=$SAMPLES_FAKE_DIR" "STREAMPOOL_LIBCUDA=$SAMPLES_FAKE_LIB")
+    env_sp=(-u LD_PRELOAD "LD_LIBRARY_PATH=$SAMPLES_FAKE_DIR" "STREAMPOOL_LIBCUDA=$SAMPLES_FAKE_LIB")
+  fi
+  rcs=()
+  for which in nvidia sp; do
+    variant=$which
+    [[ $which == sp ]] && variant=streampool
+    bin=$SAMPLES_WORK/bin/$name/$variant
+    # A fresh copy of the sample's folder for each run: programs read their data there and some write.
+    dir_run=$runs/$which
+    mkdir -p "$dir_run"
+    cp -r "$SAMPLES_SRC/Samples/$dir/." "$dir_run/"
+    for file in "$bin"/*; do
+      case ${file##*/} in "$name" | build.log | status | obj) continue ;; esac
+      ln -sf "$file" "$dir_run/"
+    done
+    if [[ $which == sp ]]; then environment=("${env_sp[@]}"); else environment=("${env_nvidia[@]}"); fi
+    # CUDA_CACHE_DISABLE: a JIT cache filled by the first run would change what the second prints.
+    # shellcheck disable=SC2086 # the arguments are plain words from the manifest
+    (cd "$dir_run" && exec timeout -k 5 "$limit" env "${environment[@]}" CUDA_CACHE_DISABLE=1 \
+      LD_DEBUG=libs "LD_DEBUG_OUTPUT=$runs/$which.ld" "$bin/$name" $args \
+      >"$runs/$which.out" 2>"$runs/$which.err" </dev/null)
+    rcs+=($?)
+    # The two builds live in different folders; programs that print their own path print both.
+    "$SAMPLES_PYTHON" "$SAMPLES_HERE/normalise_output.py" --mode "$compare" --replace "$dir_run=RUNDIR" \
+      --replace "$bin/$name=PROGRAM" "$runs/$which.out" "$runs/$which.err" >"$runs/$which.norm" 2>>"$runs/normalise.log"
+  done
+  nvidia_rc=${rcs[0]}
+  sp_rc=${rcs[1]}
+  loaded_cuda_libraries "$runs"/sp.ld.* >"$runs/sp.loaded"
+  loaded_cuda_libraries "$runs"/nvidia.ld.* >"$runs/nvidia.loaded"
+  ldd "$SAMPLES_WORK/bin/$name/streampool/$name" 2>&1 | grep -E 'cudart|libcuda' | tr -s ' \t' ' ' >"$runs/sp.ldd"
+  # NVIDIA's cudart: any libcudart the streampool run loaded that is not streampool's runtime.
+  mapped=no
+  while read -r path; do
+    [[ -z $path ]] && continue
+    [[ $(readlink -f "$path") == "$(readlink -f "$SAMPLES_RUNTIME_LIB")" ]] && continue
+    [[ $path == *cudart* ]] && mapped=yes
+  done <"$runs/sp.loaded"
+  # and any libcudart ldd resolves to another file.
+  while read -r soname arrow path _; do
+    [[ $soname == *cudart* && $arrow == "=>" && -e $path ]] || continue
+    [[ $(readlink -f "$path") == "$(readlink -f "$SAMPLES_RUNTIME_LIB")" ]] || mapped=yes
+  done <"$runs/sp.ldd"
+  [[ -s $runs/sp.loaded ]] || mapped="unknown (no loader report)"
+  driver=$(grep -E 'libcuda\.so' "$runs/sp.loaded" | head -n 1)
+  driver=${driver:-none loaded}
+  lines=$(wc -l <"$runs/nvidia.norm")
+  diff -u "$runs/nvidia.norm" "$runs/sp.norm" >"$runs/diff" 2>&1
+  same_output=$?
+  identical=no
+  [[ $same_output -eq 0 && $nvidia_rc -eq $sp_rc ]] && identical=yes
+  timed_out() { [[ $1 -eq 124 || $1 -eq 137 ]]; }
+  details() { tail -n "${2:-6}" "$1" 2>/dev/null | sed 's/^/  | /'; }
+  {
+    if [[ $mapped == yes ]]; then
+      verdict="FAIL $name NVIDIA's cudart is loaded in the streampool run: $(tr '\n' ' ' <"$runs/sp.loaded")"
+    elif timed_out "$sp_rc" || timed_out "$nvidia_rc"; then
+      verdict="FAIL $name a run timed out (${limit}s): NVIDIA exit $nvidia_rc, streampool exit $sp_rc"
+    elif [[ $nvidia_rc -ne $sp_rc ]]; then
+      verdict="FAIL $name exit codes differ: NVIDIA $nvidia_rc, streampool $sp_rc"
+    elif [[ $same_output -ne 0 ]]; then
+      verdict="FAIL $name outputs differ ($(grep -c '^[-+][^-+]' "$runs/diff") of $lines normalised lines; exit $nvidia_rc in both)"
+    elif [[ $nvidia_rc -eq 2 ]]; then
+      verdict="SKIP $name waived by the sample (exit 2 in both runs)"
+    elif [[ $nvidia_rc -ne 0 ]]; then
+      verdict="FAIL $name fails with NVIDIA's cudart too (exit $nvidia_rc in both runs, identical outputs)"
+    elif [[ $lines -eq 0 ]]; then
+      verdict="FAIL $name printed nothing to compare"
+    else
+      verdict="PASS $name exit 0, $lines normalised lines identical"
+    fi
+    echo "${verdict%% *}|$nvidia_rc|$sp_rc|$identical|$mapped|$driver"
+    echo "$verdict"
+    case $verdict in
+      PASS* | SKIP*) ;;
+      *)
+        grep '^[-+][^-+]' "$runs/diff" | head -n 10 | sed 's/^/  | diff: /'
+        [[ $sp_rc -ne 0 ]] && { details "$runs/sp.err" 4 | sed 's/^  | /  | streampool stderr: /'; details "$runs/sp.out" 4 | sed 's/^  | /  | streampool stdout: /'; }
+        [[ $nvidia_rc -ne 0 ]] && { details "$runs/nvidia.err" 4 | sed 's/^  | /  | NVIDIA stderr: /'; details "$runs/nvidia.out" 4 | sed 's/^  | /  | NVIDIA stdout: /'; }
+        ;;
+    esac
+  } >"$result"
+  exit 0
+fi
+
+# ---------------------------------------------------------------------------------------------
+# The whole list.
+start=$(date +%s)
+mode=gpu
+samples=${CUDA_SAMPLES:-$repo/.gl/cuda-samples}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --fake) mode=fake; shift ;;
+    --samples) samples=${2:-}; shift 2 ;;
+    -*) echo "usage: $0 [--fake] [--samples DIR] [BUILD_DIR]" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+build=${1:-$repo/build-gpu}
+[[ $build == /* ]] || build=$repo/$build
+out=${OUT:-$build}
+mkdir -p "$out" "$build"
+log=$out/cudart_samples.log
+: >"$log"
+say() { echo "$*" | tee -a "$log"; }
+
+if [[ ! -d $samples/Samples || ! -d $samples/Common ]]; then
+  say "FAIL setup no cuda-samples tree at $samples (--samples, CUDA_SAMPLES; cuda_samples_corpus.sh --prepare makes one)"
+  exit 1
+fi
+samples=$(cd "$samples" && pwd)
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+nvcc=${NVCC:-$(command -v nvcc 2>/dev/null || echo "$cuda_home/bin/nvcc")}
+if [[ ! -x $nvcc ]]; then
+  say "FAIL setup no nvcc (set NVCC or CUDA_HOME)"
+  exit 1
+fi
+cuda_home=$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)
+
+# The runtime (and the fake driver) from the tree, built where missing or out of date.
+if [[ ! -e $build/build.ninja && ! -e $build/Makefile ]]; then
+  say "# configuring $build"
+  (cd "$repo" && tools/setup.sh "$build" -DSTREAMPOOL_BUILD_BENCH=OFF) >>"$log" 2>&1 || { say "FAIL setup configure failed"; exit 1; }
+fi
+say "# building streampool_cudart streampool_fakecuda in $build"
+if ! cmake --build "$build" --target streampool_cudart streampool_fakecuda -j"$(nproc 2>/dev/null || echo 2)" >>"$log" 2>&1; then
+  say "FAIL setup the runtime did not build (see above)"
+  exit 1
+fi
+runtime_lib=$build/runtime/libstreampool_cudart.so
+fake_lib=$build/fakecuda/libcuda.so.1
+if [[ ! -f $runtime_lib ]]; then
+  say "FAIL setup no $runtime_lib"
+  exit 1
+fi
+
+arch=${SAMPLES_ARCH:-}
+if [[ -z $arch && $mode == gpu ]]; then
+  cap=$(timeout 30 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+  [[ $cap =~ ^[0-9]+$ ]] && arch=sm_$cap
+fi
+arch=${arch:-sm_90}
+cpus=$(nproc 2>/dev/null || echo 2)
+budget=${SAMPLES_BUDGET:-540}
+export SAMPLES_HERE=$here SAMPLES_WORK=$build/cudart-samples SAMPLES_SRC=$samples SAMPLES_NVCC=$nvcc
+export SAMPLES_CUDA=$cuda_home SAMPLES_ARCH=$arch SAMPLES_MODE=$mode SAMPLES_PYTHON=$python
+export SAMPLES_RUNTIME_DIR=$build/runtime SAMPLES_RUNTIME_LIB=$runtime_lib
+export SAMPLES_FAKE_LIB=$fake_lib SAMPLES_FAKE_DIR=$build/fakecuda
+export SAMPLES_DEADLINE=$((start + budget)) SAMPLES_BUILD_TIMEOUT=${SAMPLES_BUILD_TIMEOUT:-300}
+export SAMPLES_TIMEOUT=${SAMPLES_TIMEOUT:-60}
+[[ $mode == fake ]] && SAMPLES_TIMEOUT=${SAMPLES_FAKE_TIMEOUT:-10}
+mkdir -p "$SAMPLES_WORK/bin"
+rm -rf "$SAMPLES_WORK/results" "$SAMPLES_WORK/run"
+mkdir -p "$SAMPLES_WORK/results" "$SAMPLES_WORK/run"
+only=${SAMPLES_ONLY:-}
+
+programs=()
+while IFS='|' read -r name _; do
+  [[ -n $only && ! $name =~ $only ]] && continue
+  programs+=("$name")
+done < <(manifest_lines)
+
+if [[ $mode == fake ]]; then
+  driver_line="fake ($fake_lib)"
+else
+  driver_line="NVIDIA's ($(timeout 30 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1))"
+fi
+say "# cudart samples: ${#programs[@]} programs from $samples, $arch, nvcc $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), driver: $driver_line"
+say "# streampool runtime: $runtime_lib ($(readelf -d "$runtime_lib" 2>/dev/null | sed -n 's/.*SONAME.*\[\(.*\)\]/SONAME \1/p'))"
+
+# 1. Build both variants, in parallel.
+build_start=$(date +%s)
+for name in "${programs[@]}"; do printf '%s nvidia\n%s streampool\n' "$name" "$name"; done |
+  xargs -P "${SAMPLES_BUILD_JOBS:-$cpus}" -L 1 "$0" --one-build
+status_of() { cat "$SAMPLES_WORK/bin/$1/$2/status" 2>/dev/null || echo "fail not built"; }
+linked=0
+for name in "${programs[@]}"; do
+  [[ $(status_of "$name" streampool) == ok ]] && linked=$((linked + 1))
+done
+say "# built in $(($(date +%s) - build_start))s; $linked of ${#programs[@]} link with -cudart none against streampool's runtime"
+
+# 2. Run the programs both variants built: first those that may share the GPU, then the others alone.
+together=()
+alone=()
+for name in "${programs[@]}"; do
+  [[ $(status_of "$name" nvidia) == ok && $(status_of "$name" streampool) == ok ]] || continue
+  IFS='|' read -r _ _ _ _ options _ < <(manifest_entry "$name")
+  if has_option "$options" alone; then alone+=("$name"); else together+=("$name"); fi
+done
+run_start=$(date +%s)
+((${#together[@]} > 0)) && printf '%s\n' "${together[@]}" | xargs -P "${SAMPLES_RUN_JOBS:-8}" -n 1 "$0" --one-run
+((${#alone[@]} > 0)) && printf '%s\n' "${alone[@]}" | xargs -P 1 -n 1 "$0" --one-run
+say "# ran $((${#together[@]} + ${#alone[@]})) programs twice in $(($(date +%s) - run_start))s"
+
+# 3. Verdicts, the table and the libraries, in list order.
+pass=0 fail=0 skip=0 build_failures=0
+table=()
+for name in "${programs[@]}"; do
+  nvidia_status=$(status_of "$name" nvidia)
+  sp_status=$(status_of "$name" streampool)
+  built="both"
+  if [[ $nvidia_status != ok || $sp_status != ok ]]; then
+    built="nvidia:${nvidia_status%% *} streampool:${sp_status%% *}"
+    say "FAIL $name not built"
+    [[ $nvidia_status != ok ]] && say "  | NVIDIA build: $nvidia_status" && tail -n 4 "$SAMPLES_WORK/bin/$name/nvidia/build.log" 2>/dev/null | sed 's/^/  | /' | tee -a "$log" >/dev/null
+    [[ $sp_status != ok ]] && say "  | streampool build: $sp_status" && tail -n 4 "$SAMPLES_WORK/bin/$name/streampool/build.log" 2>/dev/null | sed 's/^/  | /' | tee -a "$log" >/dev/null
+    fail=$((fail + 1))
+    build_failures=$((build_failures + 1))
+    table+=("$name|$built|-|-|-|-|-")
+    continue
+  fi
+  result=$SAMPLES_WORK/results/$name
+  if [[ ! -f $result ]]; then
+    say "FAIL $name no result (the run was cut short)"
+    fail=$((fail + 1))
+    table+=("$name|$built|-|-|-|-|-")
+    continue
+  fi
+  IFS='|' read -r verdict nvidia_rc sp_rc identical mapped driver < <(head -n 1 "$result")
+  sed 1d "$result" | tee -a "$log"
+  case $verdict in PASS) pass=$((pass + 1)) ;; SKIP) skip=$((skip + 1)) ;; *) fail=$((fail + 1)) ;; esac
+  table+=("$name|$built|$nvidia_rc|$sp_rc|$identical|$mapped|$driver")
+done
+
+{
+  echo
+  echo "| sample | built | NVIDIA exit | streampool exit | identical | NVIDIA cudart mapped | driver loaded (streampool run) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  for row in "${table[@]}"; do
+    IFS='|' read -r name built nvidia_rc sp_rc identical mapped driver <<<"$row"
+    echo "| $name | $built | $nvidia_rc | $sp_rc | $identical | $mapped | $driver |"
+  done
+  echo
+  echo "# CUDA libraries each streampool build loaded (LD_DEBUG=libs) and what ldd says"
+  for name in "${programs[@]}"; do
+    runs=$SAMPLES_WORK/run/$name
+    [[ -d $runs ]] || continue
+    echo "$name: loaded: $(tr '\n' ' ' <"$runs/sp.loaded" 2>/dev/null)"
+    echo "$name: ldd: $(tr '\n' ';' <"$runs/sp.ldd" 2>/dev/null)"
+  done
+  if [[ ${#programs[@]} -gt 0 && -d $SAMPLES_WORK/run/${programs[0]} ]]; then
+    echo "# for comparison, ${programs[0]} built with NVIDIA's cudart loaded: $(tr '\n' ' ' <"$SAMPLES_WORK/run/${programs[0]}/nvidia.loaded")"
+  fi
+} | tee -a "$log"
+# Both runs' outputs, normalised outputs, diffs and loader reports (not the copies of the samples' folders).
+tar -czf "$out/cudart_samples_runs.tar.gz" -C "$SAMPLES_WORK" --exclude='run/*/nvidia' --exclude='run/*/sp' run 2>/dev/null &&
+  say "# outputs of every run: $out/cudart_samples_runs.tar.gz"
+[[ $mode == fake ]] && say "# --fake: kernels are recorded, not run: exit codes and outputs are not expected to match"
+say "cudart-samples: $pass passed, $fail failed, $skip skipped; $linked of ${#programs[@]} link against streampool's runtime ($(($(date +%s) - start))s)"
+if [[ $mode == fake ]]; then
+  [[ $build_failures -eq 0 ]]
+  exit $?
+fi
+[[ $fail -eq 0 ]]
