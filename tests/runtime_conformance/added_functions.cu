@@ -1,7 +1,5 @@
-// Runtime functions streampool's runtime gains in a separate change: stream callbacks, pitched
-// allocations and 2D copies, peer copies, asynchronous symbol copies and symbol sizes. Built only
-// with -DSTREAMPOOL_CONFORMANCE_ADDED_FUNCTIONS=ON until streampool's runtime exports them all (the
-// streampool-linked build would not link otherwise). No kernel runs here.
+// Stream callbacks, pitched allocations and 2D copies, peer copies, asynchronous symbol copies and
+// symbol sizes. No kernel runs here.
 #include <mutex>
 #include <numeric>
 #include <vector>
