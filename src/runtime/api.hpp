@@ -9,6 +9,8 @@
 // cuEventRecord is under the preload.
 #pragma once
 
+#include <atomic>
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -36,13 +38,29 @@ void record_sticky(int device, cudaError_t error) noexcept;
 cudaError_t sticky_error(int device) noexcept;
 void clear_sticky(int device) noexcept;
 
+namespace detail {
+// Bumped by every reset; a thread's context is ready while its epoch is the current one.
+extern std::atomic<unsigned> g_epoch;
+extern constinit thread_local unsigned t_ready_epoch __attribute__((tls_model("initial-exec")));
+// Devices with a sticky error (0 nearly always).
+extern std::atomic<int> g_sticky_count;
+}  // namespace detail
+
+// This thread's context was made ready and no reset happened since (one thread-local read and one
+// atomic load).
+inline bool context_ready() noexcept {
+  return detail::t_ready_epoch == detail::g_epoch.load(std::memory_order_acquire);
+}
+// ensure_context's whole work: makes the context ready, then the device's sticky error.
+cudaError_t ensure_context_checked() noexcept;
 // Makes the current device's primary context current on this thread (retaining it on first use),
 // unless the thread already has a current context (set through the driver API, which the runtime
-// then uses). The answer is the device's sticky error, if it has one.
-cudaError_t ensure_context() noexcept;
-// ensure_context's fast path without the sticky check: this thread's context was made ready and no
-// reset happened since (one thread-local read and one atomic load).
-bool context_ready() noexcept;
+// then uses). The answer is the device's sticky error, if it has one. Inline for the common case
+// (ready, no sticky error anywhere): an allocation through the runtime pays no call for it.
+inline cudaError_t ensure_context() noexcept {
+  if (context_ready() && detail::g_sticky_count.load(std::memory_order_relaxed) == 0) [[likely]] return cudaSuccess;
+  return ensure_context_checked();
+}
 // The calling thread's device (cudaGetDevice's answer once a context is current).
 int current_device() noexcept;
 // `device`'s primary context, retained by this process (once) but not made current: for calls that

@@ -10,6 +10,11 @@
 #include "registry.hpp"
 
 namespace streampool::runtime {
+
+// Bumped by every reset: threads that found their context ready before look again (api.hpp).
+std::atomic<unsigned> detail::g_epoch{1};
+constinit thread_local unsigned detail::t_ready_epoch __attribute__((tls_model("initial-exec"))) = 0;
+
 namespace {
 
 constexpr int kMaxDevices = 64;
@@ -21,10 +26,7 @@ struct PrimaryContext {
 };
 
 PrimaryContext g_primary[kMaxDevices];
-// Bumped by every reset: threads that found their context ready before look again.
-std::atomic<unsigned> g_epoch{1};
 constinit thread_local int t_device = 0;
-constinit thread_local unsigned t_ready_epoch = 0;
 // The context this thread's ready state was found with, and whether it is t_device's primary
 // context made current by the runtime: cudaGetDevice and cudaSetDevice of the same device answer
 // from these after one cuCtxGetCurrent (the program may switch contexts through the driver API).
@@ -91,7 +93,7 @@ cudaError_t make_current(int device) noexcept {
   t_device = device;
   t_context = context;
   t_context_is_primary = true;
-  t_ready_epoch = g_epoch.load(std::memory_order_acquire);
+  detail::t_ready_epoch = detail::g_epoch.load(std::memory_order_acquire);
   return cudaSuccess;
 }
 
@@ -106,7 +108,7 @@ cudaError_t make_current(int device) noexcept {
     if (cuCtxGetDevice(&device) == CUDA_SUCCESS) t_device = device;
     t_context = current;
     t_context_is_primary = false;  // perhaps it is; the slow paths then find out
-    t_ready_epoch = g_epoch.load(std::memory_order_acquire);
+    detail::t_ready_epoch = detail::g_epoch.load(std::memory_order_acquire);
     return cudaSuccess;
   }
   const cudaError_t valid = check_device(t_device);
@@ -116,15 +118,13 @@ cudaError_t make_current(int device) noexcept {
 
 }  // namespace
 
-cudaError_t ensure_context() noexcept {
-  if (t_ready_epoch != g_epoch.load(std::memory_order_acquire)) [[unlikely]] {
+cudaError_t ensure_context_checked() noexcept {
+  if (!context_ready()) {
     const cudaError_t error = ensure_context_slow();
     if (error != cudaSuccess) return error;
   }
   return sticky_error(t_device);
 }
-
-bool context_ready() noexcept { return t_ready_epoch == g_epoch.load(std::memory_order_acquire); }
 
 int current_device() noexcept { return t_device; }
 
@@ -141,7 +141,7 @@ void forget_context(int device) noexcept {
     std::lock_guard lock(g_primary[device].mutex);
     g_primary[device].active = false;
   }
-  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  detail::g_epoch.fetch_add(1, std::memory_order_acq_rel);
 }
 
 }  // namespace streampool::runtime

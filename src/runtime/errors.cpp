@@ -6,6 +6,9 @@
 #include "api.hpp"
 
 namespace streampool::runtime {
+
+std::atomic<int> detail::g_sticky_count{0};
+
 namespace {
 
 constexpr int kMaxDevices = 64;
@@ -30,7 +33,6 @@ const ErrorText* find_error(int value) noexcept {
 
 constinit thread_local cudaError_t t_last_error = cudaSuccess;
 std::atomic<int> g_sticky[kMaxDevices]{};
-std::atomic<int> g_sticky_count{0};
 
 }  // namespace
 
@@ -65,19 +67,19 @@ void record_sticky(int device, cudaError_t error) noexcept {
   if (device < 0 || device >= kMaxDevices) return;
   int expected = 0;
   if (g_sticky[device].compare_exchange_strong(expected, static_cast<int>(error))) {
-    g_sticky_count.fetch_add(1, std::memory_order_relaxed);
+    detail::g_sticky_count.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 cudaError_t sticky_error(int device) noexcept {
-  if (g_sticky_count.load(std::memory_order_relaxed) == 0) [[likely]] return cudaSuccess;
+  if (detail::g_sticky_count.load(std::memory_order_relaxed) == 0) [[likely]] return cudaSuccess;
   if (device < 0 || device >= kMaxDevices) return cudaSuccess;
   return static_cast<cudaError_t>(g_sticky[device].load(std::memory_order_acquire));
 }
 
 void clear_sticky(int device) noexcept {
   if (device < 0 || device >= kMaxDevices) return;
-  if (g_sticky[device].exchange(0) != 0) g_sticky_count.fetch_sub(1, std::memory_order_relaxed);
+  if (g_sticky[device].exchange(0) != 0) detail::g_sticky_count.fetch_sub(1, std::memory_order_relaxed);
 }
 
 cudaError_t finish(cudaError_t error) noexcept {
