@@ -289,7 +289,17 @@ __global__ void write_one(volatile int* out) { *out = 1; }
 struct HeldStream {
   int* flags = nullptr;  // [0]: released, [1]: written by the other stream's kernel
   HeldStream() {
-    if (cudaMallocHost(&flags, 2 * sizeof(int)) == cudaSuccess) flags[0] = flags[1] = 0;
+    if (cudaMallocHost(&flags, 2 * sizeof(int)) != cudaSuccess) {
+      flags = nullptr;
+      return;
+    }
+    // Both kernels run once before the hold: with lazy loading (CUDA's default) the first launch
+    // of a kernel loads it, which waits for the device's running work, the spinning kernel too.
+    flags[0] = 1;
+    spin_until_released<<<1, 1>>>(flags);
+    write_one<<<1, 1>>>(flags + 1);
+    if (cudaDeviceSynchronize() != cudaSuccess) flags = nullptr;
+    if (flags != nullptr) flags[0] = flags[1] = 0;
   }
   ~HeldStream() {
     release();
