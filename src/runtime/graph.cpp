@@ -28,8 +28,9 @@ cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool 
   STREAMPOOL_WITH_CONTEXT(cuStreamBeginCapture(driver_stream(stream, per_thread), static_cast<CUstreamCaptureMode>(mode)));
 }
 
+// No graph pointer is the driver's to judge: a capture into an existing graph
+// (cudaStreamBeginCaptureToGraph) ends with none (NVIDIA's graphConditionalNodes sample does).
 cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread) noexcept {
-  if (graph == nullptr) return finish(cudaErrorInvalidValue);
   STREAMPOOL_WITH_CONTEXT(cuStreamEndCapture(driver_stream(stream, per_thread), graph));
 }
 
