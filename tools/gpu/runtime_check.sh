@@ -26,7 +26,8 @@ out=${OUT:-$build/runtime-check}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 summary=$out/runtime_check.txt
-echo "runtime check of $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), $(date -u +%FT%TZ)" >>"$summary"
+# The tree's commit: STREAMPOOL_COMMIT when the caller knows it (a copied tree's .git may be stale).
+echo "runtime check of ${STREAMPOOL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')} on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), $(date -u +%FT%TZ)" >>"$summary"
 
 if [ ! -e "$build/build.ninja" ]; then
   tools/setup.sh "$build" -DSTREAMPOOL_BUILD_BENCH=ON >"$out/setup.log" 2>&1
