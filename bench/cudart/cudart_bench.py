@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """streampool's CUDA runtime against NVIDIA's cudart: launches, small copies, the allocation pair.
 
-    cudart_bench.py run BUILD_DIR OUT_DIR [--rounds N] [--min-time S] [--fake FAKE_LIBCUDA]
+    cudart_bench.py run BUILD_DIR OUT_DIR [--rounds N] [--min-time S] [--only SUBSTRING] [--fake FAKE_LIBCUDA]
         Runs three configurations interleaved (nvidia preload streampool, nvidia preload ...):
           nvidia      cudart_bench_nvidia, NVIDIA's cudart on NVIDIA's driver
           preload     cudart_bench_nvidia under LD_PRELOAD=libstreampool.so
@@ -77,10 +77,10 @@ def configurations(build_dir, fake):
     }
 
 
-def run_once(binary, env, min_time, timeout):
-    """One run: (parsed JSON or None, stderr text, exit status)."""
+def run_once(binary, env, min_time, timeout, only=None):
+    """One run: (parsed JSON or None, stderr text, exit status). `only`: workloads whose name holds it."""
     try:
-        done = subprocess.run([binary, "--min-time", str(min_time)], env=env, capture_output=True, text=True,
+        done = subprocess.run([binary, "--min-time", str(min_time)] + (["--filter", only] if only else []), env=env, capture_output=True, text=True,
                               timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as error:
         return None, str(error), -1
@@ -106,7 +106,7 @@ def run(args):
     for round_index in range(args.rounds):
         for mode in MODES:
             binary, env = commands[mode]
-            parsed, stderr, status = run_once(binary, env, args.min_time, args.timeout)
+            parsed, stderr, status = run_once(binary, env, args.min_time, args.timeout, args.only)
             ok = status == 0 and parsed is not None and parsed.get("ok", False)
             right_runtime = parsed is not None and expected_runtime(mode, parsed.get("runtime"))
             # Over the fake driver NVIDIA's cudart does not start (it needs cuGetExportTable): only
@@ -222,6 +222,7 @@ def main(argv):
     run_parser.add_argument("out_dir")
     run_parser.add_argument("--rounds", type=int, default=5)
     run_parser.add_argument("--min-time", type=float, default=0.3)
+    run_parser.add_argument("--only", metavar="SUBSTRING", help="only the workloads whose name holds it")
     run_parser.add_argument("--timeout", type=float, default=120)
     run_parser.add_argument("--fake", metavar="FAKE_LIBCUDA")
     summary_parser = commands.add_parser("summarise")

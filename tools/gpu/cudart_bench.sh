@@ -12,7 +12,7 @@
 # (NVIDIA's cudart does not start there; its two configurations then show as failed runs and only
 # streampool's runtime counts for the exit status).
 # Environment: CUDART_BENCH_ROUNDS (default 7), CUDART_BENCH_MIN_TIME (seconds per workload and run,
-# default 0.3). Exit status: 0 when every run finished, 1 otherwise.
+# default 0.3), CUDART_BENCH_ONLY (only the workloads whose name holds it). Exit status: 0 when every run finished, 1 otherwise.
 set -u
 fake=0
 if [ "${1:-}" = "--fake" ]; then fake=1; shift; fi
@@ -49,7 +49,7 @@ for binary in cudart_bench_nvidia cudart_bench_streampool; do
   say "ldd $binary: $(ldd "$build_dir/bench/cudart/$binary" | grep -E 'cudart|libcuda' | tr -s ' \t' ' ' | tr '\n' ';')"
 done
 python3 -B bench/cudart/cudart_bench.py run "$build_dir" "$out" --rounds "${CUDART_BENCH_ROUNDS:-7}" \
-  --min-time "${CUDART_BENCH_MIN_TIME:-0.3}" "${fake_args[@]}" 2>&1 | tee -a "$log"
+  --min-time "${CUDART_BENCH_MIN_TIME:-0.3}" ${CUDART_BENCH_ONLY:+--only "$CUDART_BENCH_ONLY"} "${fake_args[@]}" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 say "cudart_bench: $([ "$status" -eq 0 ] && echo "every run finished" || echo "some runs failed") (exit $status)"
 exit "$status"
