@@ -11,51 +11,21 @@
 #include <string>
 #include <vector>
 
-extern "C" {
-void** __cudaRegisterFatBinary(void* fatCubin);
-void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
-void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun, const char* deviceName,
-                            int thread_limit, uint3* tid, uint3* bid, dim3* bDim, dim3* gDim, int* wSize);
-}
+#include "fake_registration.hpp"
 
 namespace {
 
-struct Wrapper {
-  int magic;
-  int version;
-  const unsigned long long* data;
-  void* unused;
-};
+using runtime_test::fake_driver;
+using runtime_test::launched_names;
 
-const unsigned long long kImage[4] = {0x00100001ba55ed50ull, 0, 0, 0};
-Wrapper g_wrapper{0x466243b1, 1, kImage, nullptr};
 void stub_graph_kernel() {}
-
-using Count = unsigned long long (*)();
-using At = int (*)(unsigned long long, char*, unsigned long long, unsigned*, unsigned*);
-using Reset = void (*)();
-
-void* fake_driver() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
-
-std::vector<std::string> launched_names() {
-  auto count = reinterpret_cast<Count>(dlsym(fake_driver(), "streampool_fake_launch_count"));
-  auto at = reinterpret_cast<At>(dlsym(fake_driver(), "streampool_fake_launch_at"));
-  std::vector<std::string> names;
-  for (unsigned long long index = 0; index < count(); ++index) {
-    char name[128];
-    unsigned grid[3], block[3];
-    at(index, name, sizeof(name), grid, block);
-    names.emplace_back(name);
-  }
-  return names;
-}
 
 const void* kernel() { return reinterpret_cast<const void*>(&stub_graph_kernel); }
 
 class GraphReplay : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    void** handle = __cudaRegisterFatBinary(&g_wrapper);
+    void** handle = __cudaRegisterFatBinary(&runtime_test::g_fat_binary);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&stub_graph_kernel), nullptr, "_Z12graph_kernelv",
                            -1, nullptr, nullptr, nullptr, nullptr, nullptr);
     __cudaRegisterFatBinaryEnd(handle);
@@ -63,7 +33,7 @@ class GraphReplay : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the driver is loaded
     ASSERT_NE(fake_driver(), nullptr);
-    reinterpret_cast<Reset>(dlsym(fake_driver(), "streampool_fake_launch_reset"))();
+    runtime_test::reset_launches();
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
   }
   void TearDown() override { EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess); }

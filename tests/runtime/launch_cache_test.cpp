@@ -11,54 +11,19 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-void** __cudaRegisterFatBinary(void* fatCubin);
-void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
-void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun, const char* deviceName,
-                            int thread_limit, uint3* tid, uint3* bid, dim3* bDim, dim3* gDim, int* wSize);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, void* stream);
-cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream);
-cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
-                               cudaStream_t stream);
-}
+#include "fake_registration.hpp"
 
 namespace {
 
-struct Wrapper {
-  int magic;
-  int version;
-  const unsigned long long* data;
-  void* unused;
-};
+using runtime_test::fake;
+using runtime_test::fake_driver;
+using runtime_test::launched_names;
 
-const unsigned long long kImage[4] = {0x00100001ba55ed50ull, 0, 0, 0};
-Wrapper g_wrapper{0x466243b1, 1, kImage, nullptr};
 void stub_c() {}
 void stub_d() {}
 
-void* fake_driver() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
-
-template <class Function>
-Function fake(const char* name) {
-  return reinterpret_cast<Function>(dlsym(fake_driver(), name));
-}
-
 unsigned long long calls_of(const char* entry_point) {
   return fake<unsigned long long (*)(const char*)>("streampool_fake_counter")(entry_point);
-}
-
-std::vector<std::string> launched_names() {
-  const auto count = fake<unsigned long long (*)()>("streampool_fake_launch_count")();
-  const auto at = fake<int (*)(unsigned long long, char*, unsigned long long, unsigned*, unsigned*)>(
-      "streampool_fake_launch_at");
-  std::vector<std::string> names;
-  for (unsigned long long index = 0; index < count; ++index) {
-    char name[128];
-    at(index, name, sizeof(name), nullptr, nullptr);
-    names.emplace_back(name);
-  }
-  return names;
 }
 
 cudaError_t launch(void (*stub)()) {
@@ -68,7 +33,7 @@ cudaError_t launch(void (*stub)()) {
 class LaunchCache : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    void** handle = __cudaRegisterFatBinary(&g_wrapper);
+    void** handle = __cudaRegisterFatBinary(&runtime_test::g_fat_binary);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&stub_c), nullptr, "_Z6kernelCv", -1, nullptr,
                            nullptr, nullptr, nullptr, nullptr);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&stub_d), nullptr, "_Z6kernelDv", -1, nullptr,

@@ -6,62 +6,20 @@
 
 #include <string>
 
-extern "C" {
-void** __cudaRegisterFatBinary(void* fatCubin);
-void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
-void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun, const char* deviceName,
-                            int thread_limit, uint3* tid, uint3* bid, dim3* bDim, dim3* gDim, int* wSize);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, void* stream);
-cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream);
-cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* function);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
-                               cudaStream_t stream);
-}
+#include "fake_registration.hpp"
 
 namespace {
 
-struct Wrapper {
-  int magic;
-  int version;
-  const unsigned long long* data;
-  void* unused;
-};
+using runtime_test::fake_driver;
+using runtime_test::launches;
 
-const unsigned long long kImage[4] = {0x00100001ba55ed50ull, 0, 0, 0};
-Wrapper g_wrapper{0x466243b1, 1, kImage, nullptr};
 void stub_a() {}
 void stub_b() {}
-
-struct LaunchRecord {
-  std::string name;
-  unsigned grid[3];
-  unsigned block[3];
-};
-
-using Count = unsigned long long (*)();
-using At = int (*)(unsigned long long, char*, unsigned long long, unsigned*, unsigned*);
-using Reset = void (*)();
-
-void* fake_driver() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
-
-std::vector<LaunchRecord> launches() {
-  auto count = reinterpret_cast<Count>(dlsym(fake_driver(), "streampool_fake_launch_count"));
-  auto at = reinterpret_cast<At>(dlsym(fake_driver(), "streampool_fake_launch_at"));
-  std::vector<LaunchRecord> records;
-  for (unsigned long long index = 0; index < count(); ++index) {
-    char name[128];
-    LaunchRecord record;
-    at(index, name, sizeof(name), record.grid, record.block);
-    record.name = name;
-    records.push_back(record);
-  }
-  return records;
-}
 
 class Launch : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    void** handle = __cudaRegisterFatBinary(&g_wrapper);
+    void** handle = __cudaRegisterFatBinary(&runtime_test::g_fat_binary);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&stub_a), nullptr, "_Z6kernelAv", -1, nullptr,
                            nullptr, nullptr, nullptr, nullptr);
     __cudaRegisterFunction(handle, reinterpret_cast<const char*>(&stub_b), nullptr, "_Z6kernelBi", -1, nullptr,
@@ -71,7 +29,7 @@ class Launch : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the driver is loaded
     ASSERT_NE(fake_driver(), nullptr);
-    reinterpret_cast<Reset>(dlsym(fake_driver(), "streampool_fake_launch_reset"))();
+    runtime_test::reset_launches();
   }
 };
 

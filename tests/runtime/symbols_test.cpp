@@ -5,30 +5,16 @@
 
 #include <array>
 
-extern "C" {
-void** __cudaRegisterFatBinary(void* fatCubin);
-void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
-void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char* deviceAddress, const char* deviceName, int ext,
-                       size_t size, int constant, int global);
-}
+#include "fake_registration.hpp"
 
 namespace {
 
-struct Wrapper {
-  int magic;
-  int version;
-  const unsigned long long* data;
-  void* unused;
-};
-
-const unsigned long long kImage[4] = {0x00100001ba55ed50ull, 0, 0, 0};
-Wrapper g_wrapper{0x466243b1, 1, kImage, nullptr};
 int g_table[16];  // the host shadow of a __device__ int[16]
 
 class Symbols : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    void** handle = __cudaRegisterFatBinary(&g_wrapper);
+    void** handle = __cudaRegisterFatBinary(&runtime_test::g_fat_binary);
     __cudaRegisterVar(handle, reinterpret_cast<char*>(g_table), nullptr, "g_table", 0, sizeof(g_table), 0, 0);
     __cudaRegisterFatBinaryEnd(handle);
   }
