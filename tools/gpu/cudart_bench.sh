@@ -14,17 +14,7 @@
 # Environment: CUDART_BENCH_ROUNDS (default 7), CUDART_BENCH_MIN_TIME (seconds per workload and run,
 # default 0.3), CUDART_BENCH_ONLY (only the workloads whose name holds it). Exit status: 0 when every run finished, 1 otherwise.
 set -u
-fake=0
-if [ "${1:-}" = "--fake" ]; then fake=1; shift; fi
-build_dir=${1:-build-gpu}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo" || exit 1
-out=${OUT:-$build_dir/cudart-bench}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-log="$out/cudart_bench.log"
-: >"$log"
-say() { echo "$*" | tee -a "$log"; }
+source "$(dirname "${BASH_SOURCE[0]}")/script_log.sh" cudart_bench.log cudart-bench "$@"
 
 [ -e "$build_dir/build.ninja" ] || { say "\$ tools/setup.sh $build_dir"; tools/setup.sh "$build_dir" >>"$log" 2>&1; }
 # A folder configured without benchmarks (tools/gpu/cudart_check.sh makes one) gets them turned on.

@@ -9,19 +9,7 @@
 # --fake: no GPU; everything runs over the fake driver (examples then check the launch record).
 # Writes the log to $OUT/cudart_check.log (and prints it). Exits 1 if a step failed.
 set -u
-fake=0
-if [ "${1:-}" = "--fake" ]; then fake=1; shift; fi
-build_dir=${1:-build-gpu}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-out=${OUT:-$repo/$build_dir}
-mkdir -p "$out"
-log="$out/cudart_check.log"
-: >"$log"
-status=0
-say() { echo "$*" | tee -a "$log"; }
-run() { say "\$ $*"; "$@" >>"$log" 2>&1; local rc=$?; say "  -> exit $rc"; [ $rc -eq 0 ] || status=1; return $rc; }
-
-cd "$repo" || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/script_log.sh" cudart_check.log . "$@"
 [ -e "$build_dir/build.ninja" ] || run tools/setup.sh "$build_dir" -DSTREAMPOOL_BUILD_BENCH=OFF
 run cmake --build "$build_dir" --target streampool_cudart streampool_fakecuda runtime_tests vector_add_async pool_threshold graph_replay \
   -j"$(nproc)"

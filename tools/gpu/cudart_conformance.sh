@@ -13,19 +13,7 @@
 # driver: it needs the driver's private export tables.)
 # Writes $OUT/cudart_conformance.log (and prints the summary). Exits 1 if a step failed.
 set -u
-fake=0
-if [ "${1:-}" = "--fake" ]; then fake=1; shift; fi
-build_dir=${1:-build-gpu}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-out=${OUT:-$repo/$build_dir}
-mkdir -p "$out"
-log="$out/cudart_conformance.log"
-: >"$log"
-status=0
-say() { echo "$*" | tee -a "$log"; }
-run() { say "\$ $*"; "$@" >>"$log" 2>&1; local rc=$?; say "  -> exit $rc"; [ $rc -eq 0 ] || status=1; return $rc; }
-
-cd "$repo" || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/script_log.sh" cudart_conformance.log . "$@"
 [ -e "$build_dir/build.ninja" ] || run tools/setup.sh "$build_dir" -DSTREAMPOOL_BUILD_BENCH=OFF
 binaries=(runtime_conformance_streampool)
 [ $fake -eq 1 ] || binaries+=(runtime_conformance_nvidia)

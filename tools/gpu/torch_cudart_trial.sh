@@ -14,17 +14,7 @@
 # build's programs linked to a libcudart.so.13, over the fake driver. Exit status: 0 when the trial
 # ran (whatever torch did), 1 when the build or the trial script failed.
 set -u
-fake=0
-if [ "${1:-}" = "--fake" ]; then fake=1; shift; fi
-build_dir=${1:-build-gpu}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo" || exit 1
-out=${OUT:-$build_dir/torch-cudart}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-log="$out/torch_cudart_trial.log"
-: >"$log"
-say() { echo "$*" | tee -a "$log"; }
+source "$(dirname "${BASH_SOURCE[0]}")/script_log.sh" torch_cudart_trial.log torch-cudart "$@"
 
 [ -e "$build_dir/build.ninja" ] || { say "\$ tools/setup.sh $build_dir"; tools/setup.sh "$build_dir" >>"$log" 2>&1; }
 targets=(streampool_cudart)
