@@ -27,20 +27,6 @@ ArrayRegistry& registry() {
   return *instance;
 }
 
-std::size_t format_bytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 0;
-  }
-}
-
 CUresult create(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) {
   Context* context = nullptr;
   if (CUresult status = require_current_context(context); status != CUDA_SUCCESS) return status;

@@ -30,20 +30,6 @@ TextureRegistry& textures() {
   return *registry;
 }
 
-std::size_t format_bytes(CUarray_format format) {
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 0;
-  }
-}
-
 bool valid_channels(unsigned channels) { return channels == 1 || channels == 2 || channels == 4; }
 
 bool valid_resource(const CUDA_RESOURCE_DESC& resource) {

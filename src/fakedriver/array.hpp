@@ -20,4 +20,20 @@ struct ArrayLayout {
 // The layout of a live array; false for an unknown handle.
 bool array_layout(CUarray handle, ArrayLayout* layout);
 
+// Bytes of one channel of an element of `format` (arrays and textures); 0 for a format the fake
+// does not know.
+inline std::size_t format_bytes(CUarray_format format) {
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+  }
+}
+
 }  // namespace fake

@@ -157,12 +157,8 @@ CUDART_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* pGraphNode, c
 CUDART_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
                                                  const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                                  const cudaKernelNodeParams* pNodeParams) {
-  if (pNodeParams == nullptr) return finish(cudaErrorInvalidValue);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUDA_KERNEL_NODE_PARAMS params;
-  const KernelLaunchShape shape{pNodeParams->func,         pNodeParams->gridDim,      pNodeParams->blockDim,
-                                pNodeParams->sharedMemBytes, pNodeParams->kernelParams, pNodeParams->extra};
-  if (const cudaError_t error = driver_kernel_params(shape, &params); error != cudaSuccess) return finish(error);
+  if (const cudaError_t error = driver_kernel_params(pNodeParams, &params); error != cudaSuccess) return finish(error);
   return finish(cuGraphAddKernelNode(pGraphNode, graph, pDependencies, numDependencies, &params));
 }
 

@@ -87,23 +87,15 @@ CUDART_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNo
 }
 
 CUDART_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const cudaKernelNodeParams* pNodeParams) {
-  if (pNodeParams == nullptr) return finish(cudaErrorInvalidValue);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUDA_KERNEL_NODE_PARAMS params;
-  const KernelLaunchShape shape{pNodeParams->func,         pNodeParams->gridDim,      pNodeParams->blockDim,
-                                pNodeParams->sharedMemBytes, pNodeParams->kernelParams, pNodeParams->extra};
-  if (const cudaError_t error = driver_kernel_params(shape, &params); error != cudaSuccess) return finish(error);
+  if (const cudaError_t error = driver_kernel_params(pNodeParams, &params); error != cudaSuccess) return finish(error);
   return finish(cuGraphKernelNodeSetParams(node, &params));
 }
 
 CUDART_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                            const cudaKernelNodeParams* pNodeParams) {
-  if (pNodeParams == nullptr) return finish(cudaErrorInvalidValue);
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   CUDA_KERNEL_NODE_PARAMS params;
-  const KernelLaunchShape shape{pNodeParams->func,         pNodeParams->gridDim,      pNodeParams->blockDim,
-                                pNodeParams->sharedMemBytes, pNodeParams->kernelParams, pNodeParams->extra};
-  if (const cudaError_t error = driver_kernel_params(shape, &params); error != cudaSuccess) return finish(error);
+  if (const cudaError_t error = driver_kernel_params(pNodeParams, &params); error != cudaSuccess) return finish(error);
   return finish(cuGraphExecKernelNodeSetParams(hGraphExec, node, &params));
 }
 

@@ -124,4 +124,12 @@ CUcontext current_context() noexcept {
   return context;
 }
 
+cudaError_t driver_kernel_params(const cudaKernelNodeParams* params, CUDA_KERNEL_NODE_PARAMS* out) noexcept {
+  if (params == nullptr) return cudaErrorInvalidValue;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
+  const KernelLaunchShape shape{params->func,           params->gridDim,      params->blockDim,
+                                params->sharedMemBytes, params->kernelParams, params->extra};
+  return driver_kernel_params(shape, out);
+}
+
 }  // namespace streampool::runtime

@@ -19,6 +19,8 @@ struct KernelLaunchShape {
 
 // The context must be current (ensure_context()).
 cudaError_t driver_kernel_params(const KernelLaunchShape& shape, CUDA_KERNEL_NODE_PARAMS* out) noexcept;
+// A kernel node's runtime parameters as the driver's: null is invalid; makes the context ready.
+cudaError_t driver_kernel_params(const cudaKernelNodeParams* params, CUDA_KERNEL_NODE_PARAMS* out) noexcept;
 // Linear memory or arrays (whose descriptions are asked of the driver: the context must be current).
 cudaError_t driver_copy_3d(const cudaMemcpy3DParms& params, CUDA_MEMCPY3D* out) noexcept;
 // A 1D copy of `count` bytes as a 3D one.

@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #define ASSERT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define EXPECT_CUDA(call) EXPECT_EQ((call), cudaSuccess) << #call
@@ -46,6 +48,21 @@ inline bool idle_within(cudaStream_t stream, std::chrono::milliseconds timeout) 
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return false;
+}
+
+// The order host functions ran in: each Step notes its value in its Order (note, a host function).
+struct Order {
+  std::mutex mutex;
+  std::vector<int> seen;
+};
+struct Step {
+  Order* order;
+  int value;
+};
+inline void CUDART_CB note(void* data) {
+  auto* step = static_cast<Step*>(data);
+  std::lock_guard lock(step->order->mutex);
+  step->order->seen.push_back(step->value);
 }
 
 }  // namespace conformance

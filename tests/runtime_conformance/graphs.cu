@@ -9,6 +9,9 @@
 #include "conformance.cuh"
 
 using conformance::clear_last_error;
+using conformance::note;
+using conformance::Order;
+using conformance::Step;
 
 namespace {
 
@@ -113,20 +116,6 @@ TEST_F(Graphs, CapturedAllocationAndFreeInstantiateAndReplay) {
   replay(graph, 3);
 
   EXPECT_CUDA(cudaDeviceGraphMemTrim(0));
-}
-
-struct Order {
-  std::mutex mutex;
-  std::vector<int> seen;
-};
-struct Step {
-  Order* order;
-  int value;
-};
-void CUDART_CB note(void* data) {
-  auto* step = static_cast<Step*>(data);
-  std::lock_guard lock(step->order->mutex);
-  step->order->seen.push_back(step->value);
 }
 
 TEST_F(Graphs, HostNodesRunInDependencyOrderOnEveryLaunch) {

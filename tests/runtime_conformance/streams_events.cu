@@ -8,24 +8,13 @@
 #include "conformance.cuh"
 
 using conformance::clear_last_error;
+using conformance::note;
+using conformance::Order;
+using conformance::Step;
 using conformance::Gate;
 using conformance::idle_within;
 
 namespace {
-
-struct Order {
-  std::mutex mutex;
-  std::vector<int> seen;
-};
-struct Step {
-  Order* order;
-  int value;
-};
-void CUDART_CB note(void* data) {
-  auto* step = static_cast<Step*>(data);
-  std::lock_guard lock(step->order->mutex);
-  step->order->seen.push_back(step->value);
-}
 
 void CUDART_CB sleep_then_set(void* data) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
