@@ -23,9 +23,6 @@ class TwoGpusCopies : public TwoGpusTest, public ::testing::WithParamInterface<C
   void SetUp() override {
     TwoGpusTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    if (GetParam() == Copy::peer && on_fake_driver()) {
-      GTEST_SKIP() << "the fake driver has no cuMemcpyPeerAsync (the DeviceToDevice variant covers the scenario there)";
-    }
   }
 
   // Copies `words` words from `src` (of src_context) to `dst` (of dst_context) on `stream`, a
