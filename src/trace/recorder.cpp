@@ -485,7 +485,7 @@ bool start_from_environment() noexcept {
 
 void detail::record_slow(Op op, std::uint16_t flags, std::int32_t result, std::uint64_t stream, std::uint64_t pool,
                          std::uint64_t size, std::uint64_t address, std::uint64_t start) noexcept {
-  const int state = detail::state.load(std::memory_order_relaxed);
+  const int observed = detail::state.load(std::memory_order_relaxed);
   ThreadBuffer* buffer = own_buffer();
   if (buffer == nullptr) {
     buffer = claim_buffer();
@@ -493,7 +493,7 @@ void detail::record_slow(Op op, std::uint16_t flags, std::int32_t result, std::u
   }
   std::uint64_t elapsed = 0;
   // Time in the allocator: its own calls, not the host synchronisations the program waits in.
-  if ((state & kTiming) != 0) {
+  if ((observed & kTiming) != 0) {
     const std::uint64_t end = now();
     elapsed = end > start ? end - start : 0;
     if (op <= Op::pool_set_attribute) {
@@ -502,7 +502,7 @@ void detail::record_slow(Op op, std::uint16_t flags, std::int32_t result, std::u
       buffer->calls.store(buffer->calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
   }
-  if ((state & kRecording) == 0) return;
+  if ((observed & kRecording) == 0) return;
   std::uint32_t index = buffer->committed.load(std::memory_order_relaxed);
   if (index == kCapacity) {
     if (!hand_off(*buffer)) drain(*buffer, true);
