@@ -72,6 +72,9 @@ void forget_context(int device) noexcept;
 // A stream handle as the driver means it: 0 is the legacy default stream, except in the per-thread
 // (_ptsz/_ptds) entry points, where it is the calling thread's default stream. cudaStreamLegacy
 // and cudaStreamPerThread have the driver's values (CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+// A pointer as the driver's unified address (every copy and memset goes by unified addressing).
+inline CUdeviceptr unified_address(const void* pointer) noexcept { return reinterpret_cast<CUdeviceptr>(pointer); }
+
 inline CUstream driver_stream(cudaStream_t stream, bool per_thread) noexcept {
   if (stream == nullptr && per_thread) return CU_STREAM_PER_THREAD;
   return stream;

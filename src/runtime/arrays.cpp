@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "api.hpp"
+#include "copy_kinds.hpp"
 #include "channel_format.hpp"
 
 namespace streampool::runtime {
@@ -38,15 +39,6 @@ void array_side(cudaArray_const_t array, std::size_t x, std::size_t y, CUmemoryt
   *handle = driver_array(array);
   *x_out = x;
   *y_out = y;
-}
-
-bool host_side(cudaMemcpyKind kind, bool source) noexcept {
-  if (kind == cudaMemcpyHostToHost) return true;
-  return source ? kind == cudaMemcpyHostToDevice : kind == cudaMemcpyDeviceToHost;
-}
-
-bool valid_kind(cudaMemcpyKind kind) noexcept {
-  return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
 }
 
 struct Linear {

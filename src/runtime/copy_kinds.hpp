@@ -13,6 +13,17 @@ inline bool valid_kind(cudaMemcpyKind kind) noexcept {
   return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
 }
 
+// Whether the source (`source`) or the destination side of a copy of `kind` is host memory (the
+// 2D, 3D and array copies name the sides' memory types to the driver).
+inline bool host_side(cudaMemcpyKind kind, bool source) noexcept {
+  switch (kind) {
+    case cudaMemcpyHostToHost: return true;
+    case cudaMemcpyHostToDevice: return source;
+    case cudaMemcpyDeviceToHost: return !source;
+    default: return false;
+  }
+}
+
 inline bool valid_kind_to_symbol(cudaMemcpyKind kind) noexcept {
   return kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDefault;
 }

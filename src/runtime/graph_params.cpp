@@ -1,14 +1,11 @@
 #include "graph_params.hpp"
 
 #include "channel_format.hpp"
+#include "copy_kinds.hpp"
 #include "registry.hpp"
 
 namespace streampool::runtime {
 namespace {
-
-bool valid_kind(cudaMemcpyKind kind) noexcept {
-  return static_cast<int>(kind) >= cudaMemcpyHostToHost && static_cast<int>(kind) <= cudaMemcpyDefault;
-}
 
 // One side of a copy: a host pointer when the kind says host, else a unified address.
 void side(const cudaPitchedPtr& pointer, const cudaPos& position, bool host, CUmemorytype* type, const void** host_out,
@@ -65,8 +62,8 @@ cudaError_t array_side(cudaArray_const_t array, const cudaPos& position, CUmemor
 
 cudaError_t driver_copy_3d(const cudaMemcpy3DParms& params, CUDA_MEMCPY3D* out) noexcept {
   if (!valid_kind(params.kind)) return cudaErrorInvalidMemcpyDirection;
-  const bool src_host = params.kind == cudaMemcpyHostToHost || params.kind == cudaMemcpyHostToDevice;
-  const bool dst_host = params.kind == cudaMemcpyHostToHost || params.kind == cudaMemcpyDeviceToHost;
+  const bool src_host = host_side(params.kind, true);
+  const bool dst_host = host_side(params.kind, false);
   *out = CUDA_MEMCPY3D{};
   // The extent is in elements when an array takes part, else in bytes.
   std::size_t element = 1;

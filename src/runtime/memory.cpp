@@ -17,13 +17,11 @@ cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStre
 namespace streampool::runtime {
 namespace {
 
-CUdeviceptr address(const void* pointer) noexcept { return reinterpret_cast<CUdeviceptr>(pointer); }
-
 cudaError_t copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread) noexcept {
   if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
   if (count == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
-  return finish(per_thread ? cuMemcpy_ptds(address(dst), address(src), count) : cuMemcpy(address(dst), address(src), count));
+  return finish(per_thread ? cuMemcpy_ptds(unified_address(dst), unified_address(src), count) : cuMemcpy(unified_address(dst), unified_address(src), count));
 }
 
 cudaError_t copy_async(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream,
@@ -31,20 +29,20 @@ cudaError_t copy_async(void* dst, const void* src, size_t count, cudaMemcpyKind 
   if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
   if (count == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
-  return finish(cuMemcpyAsync(address(dst), address(src), count, driver_stream(stream, per_thread)));
+  return finish(cuMemcpyAsync(unified_address(dst), unified_address(src), count, driver_stream(stream, per_thread)));
 }
 
 cudaError_t set(void* ptr, int value, size_t count, bool per_thread) noexcept {
   if (count == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   const auto byte = static_cast<unsigned char>(value);
-  return finish(per_thread ? cuMemsetD8_v2_ptds(address(ptr), byte, count) : cuMemsetD8(address(ptr), byte, count));
+  return finish(per_thread ? cuMemsetD8_v2_ptds(unified_address(ptr), byte, count) : cuMemsetD8(unified_address(ptr), byte, count));
 }
 
 cudaError_t set_async(void* ptr, int value, size_t count, cudaStream_t stream, bool per_thread) noexcept {
   if (count == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
-  return finish(cuMemsetD8Async(address(ptr), static_cast<unsigned char>(value), count, driver_stream(stream, per_thread)));
+  return finish(cuMemsetD8Async(unified_address(ptr), static_cast<unsigned char>(value), count, driver_stream(stream, per_thread)));
 }
 
 }  // namespace
@@ -66,7 +64,7 @@ CUDART_EXPORT cudaError_t cudaMalloc(void** devPtr, size_t size) {
 CUDART_EXPORT cudaError_t cudaFree(void* devPtr) {
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   if (devPtr == nullptr) return cudaSuccess;  // cudaFree(0): the classic way to initialise the runtime
-  return finish(cuMemFree(address(devPtr)));
+  return finish(cuMemFree(unified_address(devPtr)));
 }
 
 CUDART_EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {

@@ -3,6 +3,7 @@
 // kind says so), as cudart does; synchronous copies use the driver's unaligned form, which accepts any
 // pitch, as cudart 13's does. No arrays (cudaArray_t): the runtime has none.
 #include "api.hpp"
+#include "copy_kinds.hpp"
 
 extern "C" {
 // The per-thread synchronous driver calls (cuda.h declares them only under CUDA_API_PER_THREAD_DEFAULT_STREAM).
@@ -29,17 +30,6 @@ struct Rect {
   std::size_t height;
 };
 
-CUdeviceptr address(const void* pointer) noexcept { return reinterpret_cast<CUdeviceptr>(pointer); }
-
-bool host_side(cudaMemcpyKind kind, bool source) noexcept {
-  switch (kind) {
-    case cudaMemcpyHostToHost: return true;
-    case cudaMemcpyHostToDevice: return source;
-    case cudaMemcpyDeviceToHost: return !source;
-    default: return false;
-  }
-}
-
 // The driver's description of the copy, or the error cudart answers for the arguments.
 cudaError_t describe(const Rect& rect, cudaMemcpyKind kind, CUDA_MEMCPY2D* copy) noexcept {
   if (static_cast<int>(kind) < cudaMemcpyHostToHost || static_cast<int>(kind) > cudaMemcpyDefault) {
@@ -52,14 +42,14 @@ cudaError_t describe(const Rect& rect, cudaMemcpyKind kind, CUDA_MEMCPY2D* copy)
     copy->srcHost = rect.src;
   } else {
     copy->srcMemoryType = CU_MEMORYTYPE_UNIFIED;
-    copy->srcDevice = address(rect.src);
+    copy->srcDevice = unified_address(rect.src);
   }
   if (host_side(kind, false)) {
     copy->dstMemoryType = CU_MEMORYTYPE_HOST;
     copy->dstHost = rect.dst;
   } else {
     copy->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-    copy->dstDevice = address(rect.dst);
+    copy->dstDevice = unified_address(rect.dst);
   }
   copy->srcPitch = rect.src_pitch;
   copy->dstPitch = rect.dst_pitch;
@@ -89,8 +79,8 @@ cudaError_t set_2d(void* ptr, std::size_t pitch, int value, std::size_t width, s
   if (width == 0 || height == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   const auto byte = static_cast<unsigned char>(value);
-  return finish(per_thread ? cuMemsetD2D8_v2_ptds(address(ptr), pitch, byte, width, height)
-                           : cuMemsetD2D8(address(ptr), pitch, byte, width, height));
+  return finish(per_thread ? cuMemsetD2D8_v2_ptds(unified_address(ptr), pitch, byte, width, height)
+                           : cuMemsetD2D8(unified_address(ptr), pitch, byte, width, height));
 }
 
 cudaError_t set_2d_async(void* ptr, std::size_t pitch, int value, std::size_t width, std::size_t height,
@@ -98,7 +88,7 @@ cudaError_t set_2d_async(void* ptr, std::size_t pitch, int value, std::size_t wi
   if (height > 1 && pitch < width) return finish(cudaErrorInvalidValue);
   if (width == 0 || height == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
-  return finish(cuMemsetD2D8Async(address(ptr), pitch, static_cast<unsigned char>(value), width, height,
+  return finish(cuMemsetD2D8Async(unified_address(ptr), pitch, static_cast<unsigned char>(value), width, height,
                                   driver_stream(stream, per_thread)));
 }
 

@@ -15,8 +15,6 @@ cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t
 namespace streampool::runtime {
 namespace {
 
-CUdeviceptr address(const void* pointer) noexcept { return reinterpret_cast<CUdeviceptr>(pointer); }
-
 // The symbol's address plus `offset`, when [offset, offset + count) lies inside it.
 cudaError_t symbol_address(const void* symbol, size_t count, size_t offset, CUdeviceptr* target,
                            std::size_t* size_out = nullptr) noexcept {
@@ -38,8 +36,8 @@ cudaError_t symbol_copy(bool to_symbol, void* memory, const void* symbol, size_t
   CUdeviceptr target = 0;
   if (const cudaError_t error = symbol_address(symbol, count, offset, &target); error != cudaSuccess) return finish(error);
   if (count == 0) return cudaSuccess;
-  const CUdeviceptr dst = to_symbol ? target : address(memory);
-  const CUdeviceptr src = to_symbol ? address(memory) : target;
+  const CUdeviceptr dst = to_symbol ? target : unified_address(memory);
+  const CUdeviceptr src = to_symbol ? unified_address(memory) : target;
   return finish(asynchronous ? cuMemcpyAsync(dst, src, count, driver_stream(stream, per_thread))
                              : cuMemcpy(dst, src, count));
 }
