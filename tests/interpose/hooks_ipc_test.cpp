@@ -111,6 +111,14 @@ class IpcHooks : public hooks_test::DriverTest {
     return byte;
   }
 
+  // The end of a test: the descriptor, the exporter's blocks, the pool.
+  void release(int fd, CUmemoryPool pool, const std::vector<CUdeviceptr>& blocks) {
+    close(fd);
+    for (CUdeviceptr block : blocks) EXPECT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  }
+
   // Runs the importer child on `pool_fd` with the given export data; its report, and its exit
   // status in *status (-1: it did not exit normally).
   Report run_importer(int pool_fd, const std::vector<CUmemPoolPtrExportData>& data,
@@ -362,10 +370,7 @@ TEST_F(IpcHooks, DataOfAnAllocationFreedWithCuMemFreeIsRefusedEvenWhenItsAddress
   EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
   EXPECT_EQ(first_byte(next_owner), 0x45);
-  close(fd);
-  EXPECT_EQ(SP(cuMemFreeAsync)(next_owner, stream), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  release(fd, pool, {next_owner});
 }
 
 // The tag is 128 bits, and every one of them counts: a change in its second half is refused too.
@@ -383,10 +388,7 @@ TEST_F(IpcHooks, ExportDataWithTheTagsSecondHalfAlteredIsRefused) {
   EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(report.import_pointer[1], CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
-  close(fd);
-  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  release(fd, pool, {pointer});
 }
 
 // Generations are a counter, so a holder of stale data can guess the one the address's next
@@ -409,10 +411,7 @@ TEST_F(IpcHooks, StaleDataMovedToTheNextGenerationIsRefused) {
   EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
   EXPECT_EQ(first_byte(next_owner), 0x46);
-  close(fd);
-  EXPECT_EQ(SP(cuMemFreeAsync)(next_owner, stream), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  release(fd, pool, {next_owner});
 }
 
 TEST_F(IpcHooks, DataOfADestroyedPoolIsRefused) {

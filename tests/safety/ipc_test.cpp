@@ -98,15 +98,12 @@ int run_child(const char* test, int socket) {
 
 class Ipc : public SafetyTest {
  protected:
-  CUmemoryPool create_exportable_pool() {
-    CUmemPoolProps props{};
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = device;
-    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    CUmemoryPool shared = nullptr;
-    EXPECT_EQ(SP(cuMemPoolCreate)(&shared, &props), CUDA_SUCCESS);
-    return shared;
+  CUmemoryPool create_exportable_pool() { return create_pool(device, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR); }
+  // The exporter's blocks go, then the pool.
+  void release(CUmemoryPool shared, const std::vector<CUdeviceptr>& blocks) {
+    for (CUdeviceptr block : blocks) EXPECT_EQ(SP(cuMemFreeAsync)(block, a), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(a), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemPoolDestroy)(shared), CUDA_SUCCESS);
   }
   CUdeviceptr allocate_filled(CUmemoryPool from, std::size_t bytes, unsigned char fill) {
     CUdeviceptr pointer = 0;
@@ -178,9 +175,7 @@ TEST_F(Ipc, AnImporterSeesNothingOfTheNeighbourAfterTheBlock) {
   EXPECT_TRUE(holds(t, 4096, 0x5b));
   EXPECT_TRUE(holds(u, 3 * kMiB, 0x5c));
   EXPECT_TRUE(holds(p + 1, kMiB - 1, kExportedFill));  // the importer wrote only its first byte
-  for (CUdeviceptr pointer : {p, s, t, u}) EXPECT_EQ(SP(cuMemFreeAsync)(pointer, a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(shared), CUDA_SUCCESS);
+  release(shared, {p, s, t, u});
 }
 
 // A neighbour before the block, and a block that is not a whole number of granules.
@@ -195,9 +190,7 @@ TEST_F(Ipc, AnImporterSeesNothingOfTheNeighbourBeforeTheBlock) {
   expect_confined(report, 3 * kMiB);
   EXPECT_TRUE(holds(before, kMiB + 512, 0x6a));
   EXPECT_TRUE(holds(after, 8192, 0x6b));
-  for (CUdeviceptr pointer : {before, p, after}) EXPECT_EQ(SP(cuMemFreeAsync)(pointer, a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(shared), CUDA_SUCCESS);
+  release(shared, {before, p, after});
 }
 
 TEST_F(Ipc, AnImportersFreeOnAStreamOfAnotherContextWaitsForThatStream) {
@@ -212,9 +205,7 @@ TEST_F(Ipc, AnImportersFreeOnAStreamOfAnotherContextWaitsForThatStream) {
   EXPECT_EQ(report.bytes_intact, 1);
   EXPECT_EQ(report.unmapped_in_time, 1) << "the imported memory stayed mapped after its stream went past the free";
   EXPECT_EQ(report.mapped_after_unmap, report.mapped_before_import);
-  EXPECT_EQ(SP(cuMemFreeAsync)(p, a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(shared), CUDA_SUCCESS);
+  release(shared, {p});
 }
 
 // Bounded: four importer threads, each on a stream of a context of its own, import, use on their
@@ -233,9 +224,7 @@ TEST_F(Ipc, StressImportUseAndFreeOnStreamsOfManyContexts) {
   EXPECT_EQ(report.iterations, 4u * 25u);
   EXPECT_EQ(report.failures, 0u);
   EXPECT_EQ(report.unmapped_in_time, 1);
-  for (CUdeviceptr pointer : pointers) EXPECT_EQ(SP(cuMemFreeAsync)(pointer, a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuStreamSynchronize)(a), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(shared), CUDA_SUCCESS);
+  release(shared, pointers);
 }
 
 // --- the importer ---------------------------------------------------------------------------

@@ -133,6 +133,12 @@ __global__ void copy_bytes(const unsigned char* from, unsigned char* to, std::si
 
 // --- the importer ----------------------------------------------------------------------------
 
+// Device 0's primary context, current.
+bool open_primary(CUdevice* device, CUcontext* primary) {
+  return check(cuInit(0), "cuInit") && check(cuDeviceGet(device, 0), "cuDeviceGet") &&
+         check(cuDevicePrimaryCtxRetain(primary, *device), "retain") && check(cuCtxSetCurrent(*primary), "current");
+}
+
 CUresult import(int socket, Order* order, CUmemoryPool* pool, CUdeviceptr* pointer, int* import_pool) {
   int pool_fd = -1;
   if (!streampool_test::receive_with_fd(socket, order, sizeof *order, &pool_fd)) return CUDA_ERROR_INVALID_VALUE;
@@ -146,13 +152,9 @@ CUresult import(int socket, Order* order, CUmemoryPool* pool, CUdeviceptr* point
 }
 
 int run_probe_child(int socket) {
-  cuInit(0);
   CUdevice device = 0;
   CUcontext primary = nullptr;
-  if (!check(cuDeviceGet(&device, 0), "cuDeviceGet") || !check(cuDevicePrimaryCtxRetain(&primary, device), "retain") ||
-      !check(cuCtxSetCurrent(primary), "cuCtxSetCurrent")) {
-    return 1;
-  }
+  if (!open_primary(&device, &primary)) return 1;
   Order order;
   ProbeReport report;
   CUmemoryPool pool = nullptr;
@@ -181,13 +183,9 @@ int run_probe_child(int socket) {
 }
 
 int run_free_child(int socket) {
-  cuInit(0);
   CUdevice device = 0;
   CUcontext primary = nullptr;
-  if (!check(cuDeviceGet(&device, 0), "cuDeviceGet") || !check(cuDevicePrimaryCtxRetain(&primary, device), "retain") ||
-      !check(cuCtxSetCurrent(primary), "cuCtxSetCurrent")) {
-    return 1;
-  }
+  if (!open_primary(&device, &primary)) return 1;
   Order order;
   FreeReport report;
   CUmemoryPool pool = nullptr;
@@ -262,9 +260,7 @@ int run_exporter(const char* self) {
   CUdevice device = 0;
   CUcontext primary = nullptr;
   CUstream stream = nullptr;
-  if (!check(cuInit(0), "cuInit") || !check(cuDeviceGet(&device, 0), "cuDeviceGet") ||
-      !check(cuDevicePrimaryCtxRetain(&primary, device), "retain") || !check(cuCtxSetCurrent(primary), "current") ||
-      !check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) {
+  if (!open_primary(&device, &primary) || !check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) {
     return 1;
   }
   CUmemPoolProps props{};
