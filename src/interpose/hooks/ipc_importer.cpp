@@ -7,8 +7,8 @@
 // importer's pointer is the reservation plus the allocation's offset in its first mapping.
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/types.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <condition_variable>
