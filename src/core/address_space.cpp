@@ -7,12 +7,14 @@
 
 namespace streampool::core {
 
-AddressSpace::AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListener on_region)
+AddressSpace::AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListener on_region,
+                           bool exclusive_granules)
     : backing_(backing),
       on_region_(std::move(on_region)),
       granule_bytes_(backing.granule_bytes()),
       reservation_bytes_(backing.reservation_bytes()),
-      cap_bytes_(cap_bytes) {}
+      cap_bytes_(cap_bytes),
+      exclusive_granules_(exclusive_granules) {}
 
 AddressSpace::~AddressSpace() {
   // Nothing more can be done about a backing that refuses now: what it kept, it keeps.
@@ -97,14 +99,7 @@ Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t 
                                std::span<const AccessDescriptor> access) {
   const std::size_t first = (from - region.base) / granule_bytes_;
   const std::size_t granules = bytes / granule_bytes_;
-  std::size_t unit = 1;
-  if (!chunked() && bytes >= kLargeUnitsFrom) {
-    unit = std::max<std::size_t>(1, kLargeUnit / granule_bytes_);
-  } else if (!chunked() && bytes >= kUnitsFrom) {
-    unit = std::max<std::size_t>(1, kMediumUnit / granule_bytes_);
-  } else if (chunked()) {
-    unit = granules;  // a chunk backing's region is one allocation
-  }
+  const std::size_t unit = chunked() ? granules : unit_granules_for(bytes);  // a chunk backing's region is one allocation
   for (std::size_t done = 0; done < granules;) {
     const std::size_t length = granules - done >= unit ? unit : 1;  // the tail granule by granule
     const std::size_t at = first + done;
@@ -124,6 +119,15 @@ Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t 
     done += length;
   }
   return Status::success;
+}
+
+std::size_t AddressSpace::unit_granules_for(std::size_t bytes) const noexcept {
+  // A unit larger than a granule could later hold two allocations, and an importer of one would
+  // map the other with it.
+  if (exclusive_granules_) return 1;
+  if (bytes >= kLargeUnitsFrom) return std::max<std::size_t>(1, kLargeUnit / granule_bytes_);
+  if (bytes >= kUnitsFrom) return std::max<std::size_t>(1, kMediumUnit / granule_bytes_);
+  return 1;
 }
 
 bool AddressSpace::unmap_unit(Region& region, std::size_t first_granule) {

@@ -28,7 +28,8 @@ class AddressSpace {
   // cap_bytes: the most physical memory the pool may hold (0: only the backing limits it).
   // on_region is told of every reservation made (added) and given back (!added).
   using RegionListener = std::function<void(std::uintptr_t base, std::size_t bytes, bool added)>;
-  AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListener on_region);
+  // exclusive_granules: every granule is mapped as a unit of its own (PoolProps::exclusive_granules).
+  AddressSpace(Backing& backing, std::size_t cap_bytes, RegionListener on_region, bool exclusive_granules = false);
   ~AddressSpace();
   AddressSpace(const AddressSpace&) = delete;
   AddressSpace& operator=(const AddressSpace&) = delete;
@@ -98,6 +99,8 @@ class AddressSpace {
   static constexpr std::size_t kLargeUnitsFrom = 1u << 30;
   static constexpr std::size_t kLargeUnit = 256u << 20;
   bool chunked() const noexcept { return reservation_bytes_ == 0; }
+  // Granules per mapping unit for a growth of `bytes` (chunk backings map whole regions instead).
+  std::size_t unit_granules_for(std::size_t bytes) const noexcept;
 
   Region* region_of(std::uintptr_t address);
 
@@ -106,6 +109,7 @@ class AddressSpace {
   std::size_t granule_bytes_;
   std::size_t reservation_bytes_;
   std::size_t cap_bytes_;
+  bool exclusive_granules_;
   std::size_t reserved_bytes_ = 0;
   std::vector<Region> regions_;
   FreeIndex free_;

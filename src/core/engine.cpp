@@ -112,7 +112,7 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   if (!is_pool(pool)) return Status::invalid_value;
   if (bytes == 0) return Status::success;
   if (bytes > (std::size_t{1} << 62)) return Status::out_of_memory;
-  const std::size_t placed = round_up(bytes, kPlacementBytes);
+  std::size_t placed = round_up(bytes, kPlacementBytes);
 
   PoolStream* share = state_->share_for(pool, stream);
   std::uintptr_t address = 0;
@@ -128,6 +128,7 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
     }
   }
   if (!found) {
+    placed = pool->slow_placement(placed);
     if (Status status = pool->allocate_slow(*share, placed, &address); !ok(status)) return status;
     std::lock_guard guard(share->lock);
     ++share->outstanding;

@@ -35,7 +35,7 @@ Pool::Pool(const PoolProps& props, std::unique_ptr<Backing> backing, HappensBefo
       backing_(std::move(backing)),
       order_(order),
       space_(*backing_, props.max_size != 0 ? round_up(props.max_size, kGrowthChunkBytes) : 0,
-             std::move(on_region)),
+             std::move(on_region), props.exclusive_granules),
       host_shard_(usage_.new_shard(host_shard_lock_)) {}
 
 Pool::~Pool() = default;
@@ -102,6 +102,8 @@ std::vector<Requirement> Pool::blocking_requirements_locked(std::size_t placed) 
 // requests keep the driver's placement; bounded, so little memory is held back; every slow
 // path flushes the blocks back. Pushed highest first: the cache pops the lowest first.
 void Pool::refill_cache_locked(PoolStream& requester, std::size_t placed) {
+  // Blocks of whole granules would sit in the cache for sizes the fast path never asks for.
+  if (props_.exclusive_granules) return;
   requester.slow_streak = requester.last_slow_bytes == placed ? requester.slow_streak + 1 : 1;
   requester.last_slow_bytes = placed;
   if (requester.slow_streak < kRefillStreak || placed > kRefillMaxBlockBytes) return;
@@ -199,6 +201,10 @@ bool Pool::order_implied_locked(PoolStream& requester, std::uintptr_t address, s
     cursor = range->address + range->bytes;
   }
   return true;
+}
+
+std::size_t Pool::slow_placement(std::size_t placed) const noexcept {
+  return props_.exclusive_granules ? round_up(placed, space_.granule_bytes()) : placed;
 }
 
 Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address) {

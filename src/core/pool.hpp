@@ -47,8 +47,13 @@ class Pool {
 
   // The PoolStream of a stream's live state (created on first use).
   PoolStream* stream_share(StreamState* stream);
+  // What a request rounded to the placement unit takes on the slow path: itself, or in a pool of
+  // exclusive granules (PoolProps::exclusive_granules) whole granules. The fast path needs no
+  // such rounding: an exclusive pool's cache holds only whole-granule blocks, which an exact hit
+  // of the 512-byte size can only find when the two sizes agree.
+  std::size_t slow_placement(std::size_t placed) const noexcept;
   // Everything but an exact hit in the requester's cache. `placed` is the request rounded to
-  // the placement unit.
+  // the placement unit (slow_placement).
   Status allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address);
 
   // --- lifetime (pool_lifetime.cpp) ----------------------------------------------------------

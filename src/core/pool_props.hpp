@@ -37,6 +37,11 @@ struct PoolProps {
   std::size_t max_size = 0;        // 0: no limit; else rounded up to the growth chunk
   bool hw_decompress = false;
   int locality_domain_id = -1;
+  // One allocation per granule run: every allocation starts on a granule, takes whole granules,
+  // and every granule is its own physical allocation, so no two allocations share physical
+  // memory. Set for pools shared between processes: an importer maps whole physical allocations,
+  // so it must find nothing in them but the allocation it imports (docs/DESIGN.md).
+  bool exclusive_granules = false;
 };
 
 // The four statistics of CUDA's pools, exact at every quiescent point.

@@ -77,6 +77,51 @@ TEST_F(Placement, LargeGrowthMapsInLargeUnitsAndGivesThemBackWhole) {
   EXPECT_EQ(last_backing->errors(), 0u);
 }
 
+// Pools shared between processes: an importer maps whole physical allocations, so no two
+// allocations may share one (PoolProps::exclusive_granules).
+core::PoolProps exclusive_granule_props() {
+  core::PoolProps props;
+  props.handle_types = 1;
+  props.exclusive_granules = true;
+  return props;
+}
+
+TEST_F(Placement, AnExclusiveGranulePoolPlacesEveryAllocationInGranulesOfItsOwn) {
+  core::Pool* pool = make_pool(exclusive_granule_props());
+  const std::uintptr_t first = alloc(pool, 1 * MiB, kStream1);
+  const std::uintptr_t second = alloc(pool, 1 * MiB, kStream1);
+  const std::uintptr_t third = alloc(pool, 4 * KiB, kStream1);
+  const std::uintptr_t fourth = alloc(pool, 3 * MiB, kStream1);
+  const std::uintptr_t fifth = alloc(pool, 1, kStream1);
+  EXPECT_EQ(first % (2 * MiB), 0u);
+  EXPECT_EQ(second - first, 2 * MiB);
+  EXPECT_EQ(third - second, 2 * MiB);
+  EXPECT_EQ(fourth - third, 2 * MiB);
+  EXPECT_EQ(fifth - fourth, 4 * MiB);
+  EXPECT_EQ(used(pool), 5 * MiB + 4 * KiB + 1);
+}
+
+TEST_F(Placement, AnExclusiveGranulePoolReusesAFreedBlockWithoutSharingItsGranule) {
+  core::Pool* pool = make_pool(exclusive_granule_props());
+  const std::uintptr_t first = alloc(pool, 1 * MiB, kStream1);
+  free(first, kStream1);
+  const std::uintptr_t small = alloc(pool, 4 * KiB, kStream1);
+  const std::uintptr_t next = alloc(pool, 4 * KiB, kStream1);
+  EXPECT_EQ(small, first);          // the freed granule serves the next request
+  EXPECT_EQ(next - small, 2 * MiB);  // and nothing else lands in it
+}
+
+TEST_F(Placement, AnExclusiveGranulePoolMapsLargeGrowthGranuleByGranule) {
+  core::Pool* pool = make_pool(exclusive_granule_props());
+  const std::uintptr_t big = alloc(pool, 100 * MiB, kStream1);
+  EXPECT_EQ(last_backing->largest_mapping(), 2 * MiB);
+  EXPECT_EQ(last_backing->map_calls(), 50u);
+  free(big, kStream1);
+  const std::uintptr_t a = alloc(pool, 1 * MiB, kStream1);
+  const std::uintptr_t b = alloc(pool, 1 * MiB, kStream1);
+  EXPECT_EQ(b - a, 2 * MiB);
+}
+
 TEST_F(Placement, MaxSizeIsRoundedUpToTheChunk) {
   core::PoolProps props;
   props.max_size = 1000;

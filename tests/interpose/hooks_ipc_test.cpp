@@ -111,6 +111,14 @@ class IpcHooks : public hooks_test::DriverTest {
     return byte;
   }
 
+  // The end of a test: the descriptor, the exporter's blocks, the pool.
+  void release(int fd, CUmemoryPool pool, const std::vector<CUdeviceptr>& blocks) {
+    close(fd);
+    for (CUdeviceptr block : blocks) EXPECT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  }
+
   // Runs the importer child on `pool_fd` with the given export data; its report, and its exit
   // status in *status (-1: it did not exit normally).
   Report run_importer(int pool_fd, const std::vector<CUmemPoolPtrExportData>& data,
@@ -344,6 +352,66 @@ TEST_F(IpcHooks, DataOfAFreedAllocationIsRefusedEvenWhenItsAddressIsReused) {
   EXPECT_EQ(SP(cuMemFreeAsync)(reused, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// cuMemFree makes export data stale as cuMemFreeAsync does: the next owner of the address is not
+// reachable through the old data.
+TEST_F(IpcHooks, DataOfAnAllocationFreedWithCuMemFreeIsRefusedEvenWhenItsAddressIsReused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr freed = allocate_filled(pool, kMiB, 0x34);
+  const CUmemPoolPtrExportData stale = export_pointer(freed);
+  ASSERT_EQ(SP(cuMemFree_v2)(freed), CUDA_SUCCESS);
+  CUdeviceptr next_owner = allocate_filled(pool, kMiB, 0x45);
+  ASSERT_EQ(next_owner, freed);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {stale}, {0x45}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  EXPECT_EQ(first_byte(next_owner), 0x45);
+  release(fd, pool, {next_owner});
+}
+
+// The tag is 128 bits, and every one of them counts: a change in its second half is refused too.
+TEST_F(IpcHooks, ExportDataWithTheTagsSecondHalfAlteredIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x13);
+  const CUmemPoolPtrExportData genuine = export_pointer(pointer);
+  std::vector<CUmemPoolPtrExportData> forged(2, genuine);
+  forged[0].reserved[48] ^= 1;     // the tag's second 64 bits, first byte
+  forged[1].reserved[55] ^= 0x80;  // and last byte
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, forged, {0x13, 0x13}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.import_pointer[1], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  release(fd, pool, {pointer});
+}
+
+// Generations are a counter, so a holder of stale data can guess the one the address's next
+// export got: the tag covers the generation, so stale data moved to it is refused.
+TEST_F(IpcHooks, StaleDataMovedToTheNextGenerationIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr freed = allocate_filled(pool, kMiB, 0x35);
+  const CUmemPoolPtrExportData stale = export_pointer(freed);
+  ASSERT_EQ(SP(cuMemFreeAsync)(freed, stream), CUDA_SUCCESS);
+  CUdeviceptr next_owner = allocate_filled(pool, kMiB, 0x46);
+  ASSERT_EQ(next_owner, freed);
+  const CUmemPoolPtrExportData fresh = export_pointer(next_owner);  // exported to someone else
+  CUmemPoolPtrExportData moved = stale;
+  std::memcpy(moved.reserved + 32, fresh.reserved + 32, 8);  // the generation field
+  ASSERT_NE(std::memcmp(moved.reserved + 32, stale.reserved + 32, 8), 0);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {moved}, {0x46}, 0);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  EXPECT_EQ(first_byte(next_owner), 0x46);
+  release(fd, pool, {next_owner});
 }
 
 TEST_F(IpcHooks, DataOfADestroyedPoolIsRefused) {

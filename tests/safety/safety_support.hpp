@@ -151,12 +151,14 @@ inline std::string early_completion(const OldOwner& old_owner, CUdeviceptr block
 }
 
 // A pool that keeps everything it reserved (release threshold: max).
-inline CUmemoryPool create_pool(CUdevice device, std::size_t max_size = 0) {
+inline CUmemoryPool create_pool(CUdevice device, std::size_t max_size = 0,
+                                CUmemAllocationHandleType handle_types = CU_MEM_HANDLE_TYPE_NONE) {
   CUmemPoolProps props{};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = device;
   props.maxSize = max_size;
+  props.handleTypes = handle_types;
   CUmemoryPool pool = nullptr;
   EXPECT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);
   std::uint64_t keep_everything = ~std::uint64_t{0};

@@ -189,10 +189,13 @@ bool live_pool(core::Pool* pool) noexcept {
 
 // A free the engine did not take (or whose stream could not be routed): another allocator's
 // pointer goes to the real driver; ours gets the error.
-[[gnu::noinline]] CUresult free_not_taken(FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
+[[gnu::noinline]] CUresult free_not_taken(FreeEntry real_entry, CUdeviceptr dptr, CUstream stream, bool per_thread,
                                            CUresult error) noexcept {
   try {
-    if (ipc::is_imported_pointer(dptr)) [[unlikely]] return ipc::free_imported(dptr);
+    if (ipc::is_imported_pointer(dptr)) [[unlikely]] {
+      // The _ptsz entries name the per-thread stream by 0; the host function must go there too.
+      return ipc::free_imported_async(dptr, per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream);
+    }
     if (!engine().owns(reinterpret_cast<void*>(dptr))) return forward(driver::real().*real_entry, dptr, stream);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;
@@ -216,7 +219,7 @@ bool live_pool(core::Pool* pool) noexcept {
   }
   RouteEntry* route = nullptr;
   CUresult result = find_route(stream, per_thread, &route);
-  if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, result);
+  if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, per_thread, result);
   core::Status status = core::Status::success;
   try {
     status = engine().free(reinterpret_cast<void*>(dptr), route->key);
@@ -227,7 +230,9 @@ bool live_pool(core::Pool* pool) noexcept {
     ipc::allocation_freed(dptr);  // export data of it is stale from now on
     return CUDA_SUCCESS;
   }
-  if (status == core::Status::invalid_value) return free_not_taken(real_entry, dptr, stream, CUDA_ERROR_INVALID_VALUE);
+  if (status == core::Status::invalid_value) {
+    return free_not_taken(real_entry, dptr, stream, per_thread, CUDA_ERROR_INVALID_VALUE);
+  }
   return status == core::Status::deinitialized ? CUDA_SUCCESS : to_cuda(status);
 }
 

@@ -45,9 +45,13 @@ CUresult import_pool(CUmemoryPool* pool_out, void* handle, int handle_type, unsi
 CUresult import_pointer(CUdeviceptr* pointer_out, core::Pool* pool, const CUmemPoolPtrExportData* data) noexcept;
 bool is_imported_pool(const core::Pool* pool) noexcept;
 bool is_imported_pointer(CUdeviceptr pointer) noexcept;
-// Unmaps an imported allocation once the work before the free is done (the importer frees first,
-// as the spec requires, so its use of the memory must have finished).
+// cuMemFree of an imported allocation: unmaps it once the current context's work is done (the
+// importer frees first, as the spec requires, so its use of the memory must have finished).
 CUresult free_imported(CUdeviceptr pointer) noexcept;
+// cuMemFreeAsync of an imported allocation: returns at once and unmaps it once `stream`'s work
+// before the free is done, whatever context the stream belongs to (a host function behind it
+// hands the mapping to a thread that unmaps).
+CUresult free_imported_async(CUdeviceptr pointer, CUstream stream) noexcept;
 
 // A pool is being destroyed (exported: stop serving it; imported: close its channel).
 void pool_destroyed(const core::Pool* pool) noexcept;

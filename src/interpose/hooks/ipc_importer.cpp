@@ -8,11 +8,15 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -148,6 +152,76 @@ void unmap_all(const ImportedPointer& imported) noexcept {
   if (imported.reservation != 0 && table.cuMemAddressFree != nullptr) {
     table.cuMemAddressFree(imported.reservation, imported.reserved_bytes);
   }
+}
+
+// --- stream-ordered frees of imported pointers -------------------------------------------------
+//
+// cuMemFreeAsync(ptr, S) of an imported pointer must not unmap before S's work up to the free is
+// done, whatever context S belongs to. The free enqueues a host function on S (in S's context)
+// behind that work; the host function only hands the mapping to the reaper thread (a host
+// function may not call the driver), which unmaps it. The reaper takes no lock of the hooks
+// while it calls the driver, and the host function takes only the reaper's queue lock, which
+// nobody holds across a driver call: nothing waits in a circle.
+struct Reaper {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<ImportedPointer*> ready;  // their streams reached the free
+  pid_t serving = 0;                   // the process whose thread serves the queue (a forked child starts its own)
+};
+
+Reaper& reaper() {
+  static auto* instance = new Reaper();  // never destroyed: host functions may run at exit
+  return *instance;
+}
+
+void reap_forever(Reaper* queue) {
+  for (;;) {
+    ImportedPointer* imported = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(queue->mutex);
+      queue->wake.wait(lock, [queue] { return !queue->ready.empty(); });
+      imported = queue->ready.front();
+      queue->ready.pop_front();
+    }
+    unmap_all(*imported);
+    delete imported;
+  }
+}
+
+// The host function enqueued behind a free: the stream's work before it is done.
+void CUDA_CB stream_reached_free(void* user) {
+  Reaper& queue = reaper();
+  {
+    std::lock_guard<std::mutex> lock(queue.mutex);
+    queue.ready.push_back(static_cast<ImportedPointer*>(user));
+  }
+  queue.wake.notify_one();
+}
+
+bool reaper_running() noexcept {
+  Reaper& queue = reaper();
+  std::lock_guard<std::mutex> lock(queue.mutex);
+  if (queue.serving == getpid()) return true;
+  try {
+    queue.ready.clear();  // a forked child's copy of its parent's queue: not its mappings
+    std::thread(reap_forever, &queue).detach();
+  } catch (...) {
+    return false;
+  }
+  queue.serving = getpid();
+  return true;
+}
+
+// Enqueues the unmap of `imported` behind `stream`'s work, in the stream's context. False if the
+// stream could not take the host function (the caller then waits for it itself).
+bool unmap_behind(CUstream stream, ImportedPointer* imported) noexcept {
+  const driver::DriverTable& table = driver::real();
+  if (table.cuLaunchHostFunc == nullptr || table.cuStreamGetCtx == nullptr || !reaper_running()) return false;
+  CUcontext context = nullptr;
+  if (table.cuStreamGetCtx(stream, &context) != CUDA_SUCCESS || context == nullptr) return false;
+  driver::ScopedContext scope(context);
+  if (scope.result() != CUDA_SUCCESS) return false;
+  return table.cuLaunchHostFunc(stream, &stream_reached_free, imported) == CUDA_SUCCESS;
 }
 
 // Sets who may touch the whole imported range, once everything is mapped.
@@ -344,18 +418,20 @@ bool is_imported_pointer(CUdeviceptr pointer) noexcept {
   return all.pointers.contains(pointer);
 }
 
-CUresult free_imported(CUdeviceptr pointer) noexcept {
-  ImportedPointer imported;
-  {
-    Imports& all = imports();
-    std::lock_guard<std::mutex> lock(all.mutex);
-    auto entry = all.pointers.find(pointer);
-    if (entry == all.pointers.end()) return CUDA_ERROR_INVALID_VALUE;
-    imported = std::move(entry->second);
-    all.pointers.erase(entry);
-  }
-  // The program's work on the memory must be done before it is unmapped: a free of an imported
-  // pointer is rare, so it waits for the current context rather than tracking the stream.
+namespace {
+
+bool take_imported(CUdeviceptr pointer, ImportedPointer* imported) {
+  Imports& all = imports();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  auto entry = all.pointers.find(pointer);
+  if (entry == all.pointers.end()) return false;
+  *imported = std::move(entry->second);
+  all.pointers.erase(entry);
+  return true;
+}
+
+// cuMemFree's order: the current context's work is done before the memory goes.
+CUresult unmap_after_context(const ImportedPointer& imported) noexcept {
   const driver::DriverTable& table = driver::real();
   if (table.cuCtxSynchronize != nullptr) {
     CUresult result = table.cuCtxSynchronize();
@@ -363,6 +439,37 @@ CUresult free_imported(CUdeviceptr pointer) noexcept {
   }
   unmap_all(imported);
   return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+CUresult free_imported(CUdeviceptr pointer) noexcept {
+  try {
+    ImportedPointer imported;
+    if (!take_imported(pointer, &imported)) return CUDA_ERROR_INVALID_VALUE;
+    return unmap_after_context(imported);
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+}
+
+CUresult free_imported_async(CUdeviceptr pointer, CUstream stream) noexcept {
+  try {
+    auto imported = std::make_unique<ImportedPointer>();
+    if (!take_imported(pointer, imported.get())) return CUDA_ERROR_INVALID_VALUE;
+    if (unmap_behind(stream, imported.get())) {
+      (void)imported.release();  // the reaper deletes it
+      return CUDA_SUCCESS;
+    }
+    // No host function on that stream: wait for it here, then for the current context.
+    const driver::DriverTable& table = driver::real();
+    if (table.cuStreamSynchronize != nullptr && table.cuStreamSynchronize(stream) == CUDA_ERROR_DEINITIALIZED) {
+      return CUDA_SUCCESS;
+    }
+    return unmap_after_context(*imported);
+  } catch (...) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
 }
 
 void pool_destroyed(const core::Pool* pool) noexcept {

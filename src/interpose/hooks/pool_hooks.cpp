@@ -69,6 +69,7 @@ CUresult props_from(const CUmemPoolProps& in, core::PoolProps* out) noexcept {
   out->location_type = location_type;
   out->location_id = in.location.id;
   out->handle_types = handle_types;
+  out->exclusive_granules = handle_types != 0;  // an importer must see nothing of its neighbours
   // A cap beyond any address space is kept (the backing reserves what the location can hold,
   // so allocations up to the device's memory succeed); only the last chunk below 2^64 is clamped.
   out->max_size = std::min<std::size_t>(in.maxSize, kLargestMaxSize);
