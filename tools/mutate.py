@@ -42,6 +42,9 @@ Usage:
 Each mutant rebuilds what it touches (ninja) and runs the ctest labels of its layer: core for
 src/core, interpose|safety|conformance for the rest (--stop-on-failure). Killed: a test failed or
 the tests ran out of time. A mutant that does not compile is listed apart, counted as neither.
+The environment passes through to the build and the tests: CCACHE_BASEDIR (above the checkout)
+lets ccache reuse what any checkout compiled; STREAMPOOL_MODEL_PROGRAMS=N shortens the engine's
+model check (CI runs 10,000 programs, most of a core mutant's time), for a quicker, weaker run.
 """
 
 import argparse
@@ -244,6 +247,7 @@ class Source:
         self.text = text
         self.tokens = tokenize(text)
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+        self.token_starts = [token.start for token in self.tokens]
         self.match = {}
         stack = []
         for index, token in enumerate(self.tokens):
@@ -277,11 +281,9 @@ class Source:
     def _line_range(self, line):
         begin = self.line_starts[line - 1]
         end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        first = bisect.bisect_left([t.start for t in self.tokens], begin)
-        last = bisect.bisect_left([t.start for t in self.tokens], end) - 1
-        return (first, last)
+        return bisect.bisect_left(self.token_starts, begin), bisect.bisect_left(self.token_starts, end) - 1
 
-    def is_(self, index, text):
+    def has(self, index, text):
         return 0 <= index < len(self.tokens) and self.tokens[index].text == text
 
     def span(self, first, last):
@@ -300,7 +302,7 @@ class Source:
             if not (before.text == "template" or (before.kind == "id" and before.text not in KEYWORDS) or
                     before.text in ("static_cast", "reinterpret_cast", "const_cast", "dynamic_cast")):
                 continue
-            depth, j, closers = 1, index + 1, []
+            depth, j = 1, index + 1
             while j < len(tokens):
                 text = tokens[j].text
                 if text in "([{" and j in self.match:
@@ -312,10 +314,8 @@ class Source:
                     depth += 1
                 elif text == ">":
                     depth -= 1
-                    closers.append(j)
                 elif text == ">>":
                     depth -= 2
-                    closers.append(j)
                 if depth <= 0:
                     self.template_openers[index] = j
                     self.template_closers.add(j)
@@ -388,7 +388,7 @@ class Source:
         return block
 
     def _skip_attributes(self, i):
-        while self.is_(i, "[") and self.is_(i + 1, "[") and i in self.match:
+        while self.has(i, "[") and self.has(i + 1, "[") and i in self.match:
             i = self.match[i] + 1
         return i
 
@@ -405,22 +405,22 @@ class Source:
             return block
         if text == "if":
             j = i + 1
-            if self.is_(j, "constexpr") or self.is_(j, "!"):
+            if self.has(j, "constexpr") or self.has(j, "!"):
                 j += 1
-            if not self.is_(j, "("):
+            if not self.has(j, "("):
                 return self._simple(i, limit)
             close = self.match[j]
             condition = self._condition(j + 1, close - 1)
             then = self._parse_statement(close + 1, limit)
             statement = Statement("if", i, then.last, condition, [then])
-            if self.is_(then.last + 1, "else"):
+            if self.has(then.last + 1, "else"):
                 otherwise = self._parse_statement(then.last + 2, limit)
                 statement.children.append(otherwise)
                 statement.has_else = True
                 statement.last = otherwise.last
             self.statements.append(statement)
             return statement
-        if text in ("while", "for", "switch") and self.is_(i + 1, "("):
+        if text in ("while", "for", "switch") and self.has(i + 1, "("):
             close = self.match[i + 1]
             body = self._parse_statement(close + 1, limit)
             condition = self._condition(i + 2, close - 1) if text == "while" else None
@@ -431,20 +431,20 @@ class Source:
             body = self._parse_statement(i + 1, limit)
             j = body.last + 1
             condition = None
-            if self.is_(j, "while") and self.is_(j + 1, "("):
+            if self.has(j, "while") and self.has(j + 1, "("):
                 close = self.match[j + 1]
                 condition = self._condition(j + 2, close - 1)
                 j = close + 1
-            statement = Statement("loop", i, j if self.is_(j, ";") else j - 1, condition, [body])
+            statement = Statement("loop", i, j if self.has(j, ";") else j - 1, condition, [body])
             self.statements.append(statement)
             return statement
-        if text == "try" and self.is_(i + 1, "{"):
+        if text == "try" and self.has(i + 1, "{"):
             body = self._parse_block(i + 1)
             self.blocks.append(body)
             j = body.last + 1
-            while self.is_(j, "catch") and self.is_(j + 1, "("):
+            while self.has(j, "catch") and self.has(j + 1, "("):
                 handler = self.match[j + 1] + 1
-                if self.is_(handler, "{"):
+                if self.has(handler, "{"):
                     self.skipped.append((j, self.match[handler]))
                     j = self.match[handler] + 1
                 else:
@@ -494,7 +494,7 @@ class Source:
         j = i
         while j < limit and tokens[j].text != ";":
             if tokens[j].text in "([{" and j in self.match:
-                if tokens[j].text == "[" and not self.is_(j + 1, "["):
+                if tokens[j].text == "[" and not self.has(j + 1, "["):
                     self._lambda(j)
                 if tokens[j].text == "{" and j > 0 and (tokens[j - 1].text in (")", "]", "mutable", "noexcept")
                                                        or tokens[j - 1].kind == "id" and j >= 2 and
@@ -519,7 +519,7 @@ class Source:
         if before in ("]", ")") or previous.kind in ("string", "number") or (
                 previous.kind == "id" and previous.text not in KEYWORDS):
             return  # a subscript
-        if self.is_(close + 1, "(") and close + 1 in self.match:
+        if self.has(close + 1, "(") and close + 1 in self.match:
             self.lambda_parameters.append((close + 1, self.match[close + 1]))
 
     # helpers for the rules
@@ -653,9 +653,8 @@ def generate(text, path, functions=None, rules=None):
             if description is not None:
                 described[(rule, start, end, replacement)] = description
 
-    def negation(rule, first, last, site=None):
-        span = source.span(first, last)
-        edit(rule, first if site is None else site, tokens[first].start, tokens[last].end, f"!({span})")
+    def negation(rule, first, last):
+        edit(rule, first, tokens[first].start, tokens[last].end, f"!({source.span(first, last)})")
 
     negated = set()
     # if / while conditions
@@ -716,7 +715,7 @@ def generate(text, path, functions=None, rules=None):
                     tokens[j - 1].text in (")", "]", "mutable"):
                 j = source.match[j] + 1
                 continue
-            if tokens[j].kind == "id" and pattern(j) and source.is_(j + 1, "("):
+            if tokens[j].kind == "id" and pattern(j) and source.has(j + 1, "("):
                 return True
             j += 1
         return False
@@ -849,11 +848,11 @@ def result_check(source, first, last):
         text = tokens[j].text
         if text == "CUDA_SUCCESS" or text.startswith("CUDA_ERROR_"):
             return True
-        if text == "Status" and source.is_(j + 1, "::"):
+        if text == "Status" and source.has(j + 1, "::"):
             return True
-        if text == "ok" and source.is_(j + 1, "("):
+        if text == "ok" and source.has(j + 1, "("):
             return True
-        if REAL_CALL_NAME.match(text) and text != "forward" and source.is_(j + 1, "("):
+        if REAL_CALL_NAME.match(text) and text != "forward" and source.has(j + 1, "("):
             return True
     return False
 
@@ -1047,14 +1046,20 @@ def markdown(results, command, meta, notes, files):
         "(`STREAMPOOL_LOG*` lines), asserts, the bodies of `catch` handlers (the `catch (...)` fallbacks),",
         "code outside function bodies. Each mutant rebuilds what it touches and runs the ctest labels",
         "of its layer (`core` for `src/core`, `interpose|safety|conformance` for the rest); killed: a test",
-        "failed or the tests ran out of time. A mutant that does not compile counts as neither.",
+        "failed or the tests ran out of time. A mutant that does not compile (the build's warnings are",
+        "errors: a null dereference the compiler proves refuses it too) counts as neither.",
         "",
     ]
     total = meta.get("total", len(results))
     minutes = meta.get("seconds", 0) / 60
     tested = [r for r in results if r.status != "does-not-compile"]
-    per_mutant = (sum(r.build_seconds + r.test_seconds for r in results) / len(results)) if results else 0
-    run = f"Produced by `{command}` ({minutes:.0f} min on a 2-core machine, {per_mutant:.0f} s per mutant: build and tests)"
+    costs = []
+    for layer, name in (("core", "an engine mutant"), ("interpose", "any other")):
+        rows = [r for r in results if (r.file.startswith("src/core/")) == (layer == "core")]
+        if rows:
+            costs.append(f"{name} {sum(r.build_seconds + r.test_seconds for r in rows) / len(rows):.0f} s")
+    run = (f"Produced by `{command}` ({minutes:.0f} min on a 2-core machine; build and tests: "
+           f"{', '.join(costs) or 'none'})")
     if meta.get("sample"):
         run += (f": a random sample of {len(results)} of the {total} mutants the files yield "
                 f"(seed {meta.get('seed')}), so the score below is an estimate.")
