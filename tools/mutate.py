@@ -10,7 +10,7 @@ The rules (each mutant is one edit of one file):
                      (`{ if (false) { ... } }`: its names stay used, so it compiles where a removal
                      would leave a variable unused)
   move-tracking      a statement calling a tracking function, moved before the real driver call
-                     (REAL_CALLS below) that it follows in the same block
+                     (REAL_CALL_NAME, DRIVER_ENTRY below) that it follows in the same block
   shift-comparison   `<` <-> `<=`, `>` <-> `>=`
   drop-result-check  `if (<result check>) return ...;` -> never taken (`if ((check) && false)`: the
                      check is still evaluated, its calls still made); a result check names
@@ -38,7 +38,8 @@ Usage:
     --results   the results JSON, written after every mutant (default: DIR/results.json with --keep)
     --resume    skip the mutants the results JSON already has (same id, same edit)
     --markdown  write the score and the survivors into FILE's mechanical section; the notes
-                typed into the survivors' last column are kept (read back by id)
+                typed into the survivors' last column are kept (read back by id, or by file,
+                rule and line where other edits moved the id)
 Each mutant rebuilds what it touches (ninja) and runs the ctest labels of its layer: core for
 src/core, interpose|safety|conformance for the rest (--stop-on-failure). Killed: a test failed or
 the tests ran out of time. A mutant that does not compile is listed apart, counted as neither.
