@@ -15,7 +15,8 @@ Usage:
     --only       run these mutations only
     --layer      which mutations (default: core; interpose needs the CUDA headers)
     --keep       build in DIR and keep it (default: a temporary directory, removed at the end)
-    --markdown   write the results as a Markdown table (docs/mutation-score.md)
+    --markdown   write the results as a Markdown table into FILE's hand-written section
+                 (docs/mutation-score.md; tools/mutate.py's section stays)
     --list       print the mutations and exit
 Environment: STREAMPOOL_MODEL_PROGRAMS etc. are passed through to the tests (the model check
 runs its default 10,000 programs, as in CI, stopping at the first failing one).
@@ -25,13 +26,15 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mutation_common as common  # noqa: E402
+from mutation_common import (CORE_TARGETS, INTERPOSE_TARGETS, copy_tree, ctest_failures,  # noqa: E402
+                             gtest_failures, model_finding, run)
 
 
 @dataclass
@@ -297,75 +300,8 @@ class Result:
     seconds: float = 0.0
 
 
-def run(command, cwd, log=None, timeout=None, env=None):
-    started = time.time()
-    try:
-        completed = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=timeout, env=env)
-        output, code = completed.stdout, completed.returncode
-    except subprocess.TimeoutExpired as expired:
-        output = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
-        code = "timeout"
-    if log is not None:
-        with open(log, "a") as out:
-            out.write(f"$ {' '.join(command)}  ({time.time() - started:.0f} s, exit {code})\n{output}\n")
-    return code, output
-
-
-def copy_tree(destination):
-    """Brings the copy up to the working tree: files that differ are written (with a fresh time, so
-    that a kept build rebuilds them), the others left alone."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                           cwd=ROOT, stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
-    for name in files:
-        source = os.path.join(ROOT, name)
-        if not name or not os.path.isfile(source):
-            continue
-        target = os.path.join(destination, name)
-        with open(source, "rb") as text:
-            content = text.read()
-        if os.path.isfile(target):
-            with open(target, "rb") as text:
-                if text.read() == content:
-                    continue
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as text:
-            text.write(content)
-        shutil.copymode(source, target)
-
-
-def gtest_failures(output, code):
-    """The tests a gtest run reported failed; a crash or timeout names the test that was running."""
-    failed = sorted(set(re.findall(r"^\[  FAILED  \] ([\w/]+\.[\w/]+)", output, re.M)))
-    if code == 0 or (code == 1 and failed):
-        return failed
-    running = re.findall(r"^\[ RUN      \] ([\w/.]+)", output, re.M)
-    done = set(re.findall(r"^\[       OK \] ([\w/.]+)", output, re.M)) | set(failed)
-    unfinished = [name for name in running if name not in done]
-    what = "timed out" if code == "timeout" else f"crashed (exit {code})"
-    if unfinished:
-        failed.append(f"{unfinished[-1]} ({what})")
-    elif not failed:
-        failed.append(f"core_tests ({what})")
-    return failed
-
-
-def ctest_failures(output):
-    return sorted(set(re.findall(r"^\s*\d+ - ([\w./-]+) \(", output, re.M)))
-
-
-def model_finding(output):
-    match = re.search(r"^model check failed: (seed \d+, step \d+: .*)$", output, re.M)
-    return match.group(1)[:400] if match else ""
-
-
-CORE_TARGETS = ["core_tests"]
-INTERPOSE_TARGETS = ["streampool_preload", "streampool_fakecuda", "interpose_tests", "conformance_tests"]
-
-
 def build(build_dir, targets, log):
-    code, _ = run(["cmake", "--build", build_dir, "-j2", "--target", *targets], ROOT, log)
-    return code == 0
+    return common.build(build_dir, targets, log)
 
 
 FLAKY = set()  # tests that failed once and passed when run again: no verdict rests on them
@@ -375,7 +311,7 @@ def test(build_dir, layer, log):
     if layer == "core":
         code, output = run([os.path.join(build_dir, "tests/core/core_tests")], build_dir, log, timeout=900)
         return gtest_failures(output, code), model_finding(output)
-    command = ["ctest", "--test-dir", build_dir, "-L", "interpose|conformance", "-j2", "--timeout", "300"]
+    command = ["ctest", "--test-dir", build_dir, "-L", "^(interpose|conformance)$", "-j2", "--timeout", "300"]
     code, output = run(command, build_dir, log, timeout=1800)
     failed = []
     for name in ctest_failures(output) if code != 0 else []:
@@ -411,7 +347,7 @@ def restore(tree, mutation, text):
 
 def markdown(results, command, seconds):
     lines = [
-        "# Mutation score",
+        "## Hand-written mutations",
         "",
         "Each row breaks one safety or accounting rule of the engine, the tracking or the hooks on",
         "purpose (an exact text replacement in a temporary copy of the tree), rebuilds, runs the tests",
@@ -480,17 +416,13 @@ def main():
         return 0
 
     work = args.keep or tempfile.mkdtemp(prefix="streampool-mutants-")
-    tree = os.path.join(work, "tree")
-    build_dir = os.path.join(work, "build")
+    tree, build_dir = common.work_paths(work)
     log = os.path.join(work, "mutation-check.log")
     started = time.time()
     copy_tree(tree)
     layers = sorted({m.layer for m in chosen})
     targets = CORE_TARGETS + (INTERPOSE_TARGETS if "interpose" in layers else [])
-    configure = [os.path.join(tree, "tools/setup.sh"), build_dir, "-DSTREAMPOOL_BUILD_BENCH=OFF"]
-    if "interpose" not in layers:
-        configure.append("-DSTREAMPOOL_ONLY_CORE=ON")
-    if run(configure, tree, log)[0] != 0 or not build(build_dir, targets, log):
+    if not common.configure(tree, build_dir, "interpose" not in layers, log) or not build(build_dir, targets, log):
         raise SystemExit(f"the unmutated tree does not build: see {log}")
     for layer in layers:
         failed, _ = test(build_dir, layer, log)
@@ -517,11 +449,9 @@ def main():
         if result.note:
             print(f"    model check: {result.note}", flush=True)
     if args.markdown:
-        shown = [argument for index, argument in enumerate(sys.argv[1:])
-                 if argument != "--keep" and (index == 0 or sys.argv[index] != "--keep")]  # where it built: no matter
-        command = "tools/mutation-check.py " + " ".join(shown)
-        with open(args.markdown, "w") as out:
-            out.write(markdown(results, command.strip(), time.time() - started))
+        command = common.shown_command("tools/mutation-check.py", sys.argv[1:])
+        # Its own section only: the mechanical mutants' (tools/mutate.py) stays as it is.
+        common.write_section(args.markdown, "hand-written", markdown(results, command, time.time() - started))
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     if FLAKY:
