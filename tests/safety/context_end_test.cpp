@@ -12,31 +12,12 @@
 namespace safety {
 namespace {
 
-class ContextEnd : public SafetyTest {
+class ContextEnd : public CreatedContextTest {
  protected:
   void TearDown() override {
-    if (auto clear = reinterpret_cast<void (*)()>(fake_symbol("streampool_fake_clear_failures"))) clear();
-    if (created != nullptr) {
-      SP(cuCtxPushCurrent_v2)(created);
-      SP(cuCtxSynchronize)();
-      SP(cuStreamDestroy_v2)(created_a);
-      SP(cuStreamDestroy_v2)(created_b);
-      SP(cuCtxDestroy_v2)(created);
-    }
-    SafetyTest::TearDown();
+    clear_failures();
+    CreatedContextTest::TearDown();
   }
-
-  // The next call of the fake driver's `entry_point` returns `error` without running.
-  static void refuse_next_call(const char* entry_point, CUresult error) {
-    auto fail = reinterpret_cast<void (*)(const char*, unsigned long long, int)>(
-        fake_symbol("streampool_fake_fail_call"));
-    ASSERT_NE(fail, nullptr) << "the fake driver has no streampool_fake_fail_call";
-    fail(entry_point, 1, static_cast<int>(error));
-  }
-
-  CUcontext created = nullptr;
-  CUstream created_a = nullptr;
-  CUstream created_b = nullptr;
 };
 
 TEST_F(ContextEnd, APrimaryContextReleaseThatLeavesItActiveDoesNotCompleteItsFrees) {
@@ -55,9 +36,7 @@ TEST_F(ContextEnd, APrimaryContextReleaseThatLeavesItActiveDoesNotCompleteItsFre
 }
 
 TEST_F(ContextEnd, ADestroyTheDriverRefusedDoesNotCompleteTheContextsFrees) {
-  ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);  // now current
-  ASSERT_EQ(SP(cuStreamCreate)(&created_a, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuStreamCreate)(&created_b, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(create_context());
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, created_a));
 
   ASSERT_NO_FATAL_FAILURE(refuse_next_call("cuCtxDestroy_v2", CUDA_ERROR_INVALID_CONTEXT));
