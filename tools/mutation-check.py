@@ -300,6 +300,13 @@ MUTATIONS = [
       "    if (route_cache[index].identity == identity && route_cache[index].epoch == epoch) {",
       "    if (route_cache[index].identity == identity && epoch != 0) {",
       "6", "interpose"),
+    M("stream-end-keeps-routes",
+      "a stream's end (destroy, or a creation under its handle) bumps the route epoch, so no cached route "
+      "of the old stream serves the next stream on its handle",
+      "src/driver/stream_registry.cpp",
+      "    shared.streams.erase(reinterpret_cast<std::uintptr_t>(stream));\n  }\n  invalidate_routes();\n}",
+      "    shared.streams.erase(reinterpret_cast<std::uintptr_t>(stream));\n  }\n}",
+      "6", "interpose"),
     M("marker-on-own-per-thread-stream",
       "another thread's per-thread default stream takes no marker from this thread (CU_STREAM_PER_THREAD "
       "would name this thread's own)",
