@@ -5,9 +5,9 @@ purpose, one at a time, in a temporary copy of the tree, and record which tests 
 Each mutation is an exact text replacement in one file of src/ (it must match exactly once, so a
 change of the source that moves the rule makes the mutation fail loudly instead of testing
 nothing). The copy is configured once; each mutation rebuilds what it touches, runs the tests
-of the layer it is in (core_tests for src/core; the interposer's and the conformance tests for
-src/interpose) and lists the tests that failed. A mutation that no test fails is a survivor: the
-run exits non-zero. The working tree is never modified.
+of the layer it is in (core_tests for src/core; the interposer's, the conformance and the
+reuse-safety tests for src/interpose and src/driver) and lists the tests that failed. A mutation
+that no test fails is a survivor: the run exits non-zero. The working tree is never modified.
 
 Usage:
   tools/mutation-check.py [--only NAME,...] [--layer core|interpose|all] [--keep DIR]
@@ -289,6 +289,57 @@ MUTATIONS = [
       "    engine().event_untracked(event_key(event));",
       "    (void)event_key(event);",
       "7", "interpose"),
+    M("per-thread-stream-non-blocking",
+      "the per-thread default stream is bound by the legacy stream's implicit order (a blocking kind): "
+      "a synchronize proves its frees through a marker recorded in it",
+      "src/driver/stream_registry.cpp",
+      "    case kPerThreadTag:\n      return core::StreamKind::blocking;",
+      "    case kPerThreadTag:\n      return core::StreamKind::non_blocking;",
+      "5", "interpose"),
+    M("route-cache-ignores-epoch",
+      "an allocation hook's cached route holds only while the route epoch is unchanged (a stream created "
+      "under a reused handle on another device allocates from that device's pool)",
+      "src/interpose/hooks/route_cache.cpp",
+      "    if (route_cache[index].identity == identity && route_cache[index].epoch == epoch) {",
+      "    if (route_cache[index].identity == identity && epoch != 0) {",
+      "6", "interpose"),
+    M("stream-end-keeps-routes",
+      "a stream's end (destroy, or a creation under its handle) bumps the route epoch, so no cached route "
+      "of the old stream serves the next stream on its handle",
+      "src/driver/stream_registry.cpp",
+      "    shared.streams.erase(reinterpret_cast<std::uintptr_t>(stream));\n  }\n  invalidate_routes();\n}",
+      "    shared.streams.erase(reinterpret_cast<std::uintptr_t>(stream));\n  }\n}",
+      "6", "interpose"),
+    M("marker-on-own-per-thread-stream",
+      "another thread's per-thread default stream takes no marker from this thread (CU_STREAM_PER_THREAD "
+      "would name this thread's own)",
+      "src/driver/stream_registry.cpp",
+      "      if (!own_per_thread_slot(slot_address)) return core::Status::not_supported;",
+      "      (void)own_per_thread_slot(slot_address);",
+      layer="interpose"),
+    M("primary-release-always-ends",
+      "a primary context release ends the context in the tracking only when the context is no longer active",
+      "src/interpose/hooks/lifetime_hooks.cpp",
+      "  if (result == CUDA_SUCCESS && (ends == PrimaryEnd::always || !primary_active(device))) {",
+      "  if (result == CUDA_SUCCESS && (ends == PrimaryEnd::always || primary_active(device) || true)) {",
+      layer="interpose"),
+    M("refused-destroy-ends-context",
+      "a cuCtxDestroy the driver refused leaves the context and its streams as they were in the tracking",
+      "src/interpose/hooks/lifetime_hooks.cpp",
+      "  if (result == CUDA_SUCCESS) context_ended(context, streams, -1);",
+      "  context_ended(context, streams, -1);",
+      layer="interpose"),
+    M("ended-context-streams-kept",
+      "an ended context's streams end in the engine, so their slots serve later streams",
+      "src/interpose/hooks/lifetime_hooks.cpp",
+      "    for (core::StreamKey key : streams.keys) engine().stream_ended(key);",
+      "    (void)streams.keys;",
+      "6", "interpose"),
+    M("inserted-wait-needs-follow",
+      "the waits streampool inserted order the allocating stream whatever FOLLOW_EVENT_DEPENDENCIES says",
+      "src/core/pool.cpp",
+      "    if (inserted) status = reuse_or_grow_locked(requester, placed, address, /*follow=*/true);",
+      "    if (inserted) status = reuse_or_grow_locked(requester, placed, address, follow);"),
 ]
 
 
@@ -311,7 +362,7 @@ def test(build_dir, layer, log):
     if layer == "core":
         code, output = run([os.path.join(build_dir, "tests/core/core_tests")], build_dir, log, timeout=900)
         return gtest_failures(output, code), model_finding(output)
-    command = ["ctest", "--test-dir", build_dir, "-L", "^(interpose|conformance)$", "-j2", "--timeout", "300"]
+    command = ["ctest", "--test-dir", build_dir, "-L", "^(interpose|conformance|safety)$", "-j2", "--timeout", "300"]
     code, output = run(command, build_dir, log, timeout=1800)
     failed = []
     for name in ctest_failures(output) if code != 0 else []:

@@ -195,7 +195,10 @@ void HappensBefore::end_stream_locked(StreamState* stream, bool record_marker) {
   // The stream's pending frees can only become known-complete through a marker recorded now.
   poll_marker_locked(stream);
   drop_marker_locked(stream);
-  stream->final_tick = stream->tick.load(std::memory_order_acquire);  // its last frees' tick
+  // Its last free's tick, not the tick frees would carry now: a ticket cut just before the end
+  // (a context's end takes one, then ends the context's streams) covers every free made, but has
+  // already moved the tick past them; waiting for that tick would keep the slot forever.
+  stream->final_tick = stream->freed_at.load();
   if (record_marker) record_marker_locked(stream);
   stream->dead = true;
   ended_.push_back(stream);

@@ -160,6 +160,20 @@ TEST_F(Reuse, ACappedPoolInsertsADependencyRatherThanFailing) {
   EXPECT_FALSE(ordering.idle(kStream2));  // s2 now waits for s1's kernel (cudaErrorNotReady)
 }
 
+// FOLLOW_EVENT_DEPENDENCIES governs the program's own events only: the wait streampool inserted
+// is a real order in s2 whatever that flag says.
+TEST_F(Reuse, ACappedPoolWithoutFollowEventDependenciesStillReusesBehindItsOwnWait) {
+  core::PoolProps props;
+  props.max_size = 32 * MiB;
+  core::Pool* pool = pool_with_max_threshold(props);
+  ASSERT_EQ(set_attribute<int>(pool, PoolAttribute::reuse_follow_event_dependencies, 0), Status::success);
+  const std::uintptr_t block = pending_free_on_stream1(pool, 32 * MiB);
+  std::uintptr_t address = 0;
+  EXPECT_EQ(try_alloc(pool, 32 * MiB, kStream2, &address), Status::success);
+  EXPECT_EQ(address, block);
+  EXPECT_EQ(ordering.waits_by(kStream2), 1u);
+}
+
 TEST_F(Reuse, ACappedPoolWithoutInternalDependenciesFails) {
   core::PoolProps props;
   props.max_size = 32 * MiB;

@@ -237,6 +237,21 @@ TEST_F(StreamLifetimes, EndedStreamsWhoseFreesCompletedLeaveNoSlotBehind) {
   EXPECT_LE(engine.stream_slots(), 2u);
 }
 
+// A context's end: one ticket for its streams, taken before the end and committed once the driver
+// destroyed the context, then its streams end with no marker.
+TEST_F(StreamLifetimes, StreamsEndedWithTheirContextAfterItsTicketLeaveNoSlotBehind) {
+  core::Pool* pool = make_pool();
+  for (core::StreamKey key = 0x10000; key < 0x10000 + 100 * 0x10; key += 0x10) {
+    ordering.set_kind(key, StreamKind::blocking, /*group=*/key);
+    free(alloc(pool, 1 * MiB, key), key);
+    const core::SyncTicket context_end = engine.ticket_for_group(key, true);
+    ordering.complete_all();  // the destroy waited for the context's work
+    engine.commit(context_end);
+    engine.stream_ended(key);
+  }
+  EXPECT_LE(engine.stream_slots(), 2u);
+}
+
 TEST_F(StreamLifetimes, AnEndedStreamWithPendingFreesKeepsItsSlotUntilTheyComplete) {
   core::Pool* pool = make_pool();
   const std::uintptr_t block = alloc(pool, 32 * MiB, kStream1);

@@ -48,6 +48,33 @@ TEST_F(ContextHooks, ManyCreatedContextsComeAndGoWithAllocationsInEach) {
   EXPECT_NE(alloc_free(stream), 0u);
 }
 
+// A context's end ends its streams in the tracking, so their slots serve later streams: a program
+// that creates and destroys contexts with streams in them for as long as it runs holds as many
+// slots as it has streams at once. The created stream is not destroyed: it goes with its context.
+TEST_F(ContextHooks, ContextsEndingWithTheirStreamsHoldAConstantNumberOfStreamSlots) {
+  auto stream_slots = reinterpret_cast<int (*)(size_t*)>(hooks_test::streampool_symbol("streampool_debug_stream_slots"));
+  ASSERT_NE(stream_slots, nullptr);
+  const auto one_round = [&] {
+    CUcontext created = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
+    CUstream in_created = nullptr;
+    ASSERT_EQ(SP(cuStreamCreate)(&in_created, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    EXPECT_NE(alloc_free(in_created), 0u);
+    EXPECT_NE(alloc_free(CU_STREAM_LEGACY), 0u);
+    ASSERT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+  };
+  ASSERT_NO_FATAL_FAILURE(one_round());
+  size_t after_first_round = 0;
+  ASSERT_EQ(stream_slots(&after_first_round), CUDA_SUCCESS);
+
+  for (int round = 0; round < 20; ++round) ASSERT_NO_FATAL_FAILURE(one_round());
+  size_t after_many_rounds = 0;
+  ASSERT_EQ(stream_slots(&after_many_rounds), CUDA_SUCCESS);
+
+  EXPECT_EQ(after_many_rounds, after_first_round);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+}
+
 TEST_F(ContextHooks, PushAndPopNameTheRightDefaultStream) {
   CUcontext created = nullptr;
   ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);

@@ -11,30 +11,7 @@
 namespace safety {
 namespace {
 
-class ContextSync : public SafetyTest {
- protected:
-  void TearDown() override {
-    if (created != nullptr) {
-      SP(cuCtxPushCurrent_v2)(created);
-      SP(cuCtxSynchronize)();
-      SP(cuStreamDestroy_v2)(created_a);
-      SP(cuStreamDestroy_v2)(created_b);
-      SP(cuCtxDestroy_v2)(created);
-    }
-    SafetyTest::TearDown();
-  }
-
-  // C2 with two non-blocking streams; C2 stays current.
-  void create_context() {
-    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
-    ASSERT_EQ(SP(cuStreamCreate)(&created_a, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    ASSERT_EQ(SP(cuStreamCreate)(&created_b, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  }
-
-  CUcontext created = nullptr;
-  CUstream created_a = nullptr;
-  CUstream created_b = nullptr;
-};
+class ContextSync : public CreatedContextTest {};
 
 TEST_F(ContextSync, SynchronizingThePrimaryContextDoesNotCompleteACreatedContextsFrees) {
   ASSERT_NO_FATAL_FAILURE(create_context());

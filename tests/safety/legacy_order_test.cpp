@@ -146,6 +146,12 @@ TEST_F(ImplicitFree, ABlockingStreamsFreeAfterALegacyUseIsNotReusedBeforeTheUseE
   use_then_free(CU_STREAM_LEGACY, blocking, SP(cuStreamSynchronize), blocking);
 }
 
+// The per-thread default stream is bound by the legacy stream's implicit order as a blocking
+// stream is: its synchronize proves such a free only through a marker recorded in it first.
+TEST_F(ImplicitFree, APerThreadStreamsFreeAfterALegacyUseIsNotReusedBeforeTheUseEnds) {
+  use_then_free(CU_STREAM_LEGACY, CU_STREAM_PER_THREAD, SP(cuStreamSynchronize), CU_STREAM_PER_THREAD);
+}
+
 TEST_F(ImplicitFree, AQueriedLegacyFreeAfterABlockingStreamsUseIsNotReusedBeforeTheUseEnds) {
   old_owner.bytes = kBlockBytes;
   ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);

@@ -72,6 +72,16 @@ inline void wait_for_call(const char* entry_point, unsigned long long calls_befo
 inline void clear_delays() {
   if (auto clear = reinterpret_cast<void (*)()>(fake_symbol("streampool_fake_clear_delays"))) clear();
 }
+// The next call of the fake driver's `entry_point` returns `error` without running (its
+// fault_injection.hpp); clear_failures forgets what is still pending.
+inline void refuse_next_call(const char* entry_point, CUresult error) {
+  auto fail = reinterpret_cast<void (*)(const char*, unsigned long long, int)>(fake_symbol("streampool_fake_fail_call"));
+  ASSERT_NE(fail, nullptr) << "the fake driver has no streampool_fake_fail_call";
+  fail(entry_point, 1, static_cast<int>(error));
+}
+inline void clear_failures() {
+  if (auto clear = reinterpret_cast<void (*)()>(fake_symbol("streampool_fake_clear_failures"))) clear();
+}
 
 inline void sleep_ms(int milliseconds) { std::this_thread::sleep_for(std::chrono::milliseconds(milliseconds)); }
 
@@ -225,6 +235,32 @@ class SafetyTest : public ::testing::Test {
   // its stack. TearDown synchronizes before they go.
   OldOwner old_owner;
   NewOwner new_owner;
+};
+
+// SafetyTest plus, once create_context() made it, a created context C2 of device 0 with two
+// non-blocking streams; C2 stays current.
+class CreatedContextTest : public SafetyTest {
+ protected:
+  void TearDown() override {
+    if (created != nullptr) {
+      SP(cuCtxPushCurrent_v2)(created);
+      SP(cuCtxSynchronize)();
+      SP(cuStreamDestroy_v2)(created_a);
+      SP(cuStreamDestroy_v2)(created_b);
+      SP(cuCtxDestroy_v2)(created);
+    }
+    SafetyTest::TearDown();
+  }
+
+  void create_context() {
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamCreate)(&created_a, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamCreate)(&created_b, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  }
+
+  CUcontext created = nullptr;
+  CUstream created_a = nullptr;
+  CUstream created_b = nullptr;
 };
 
 }  // namespace safety

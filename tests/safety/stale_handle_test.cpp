@@ -153,6 +153,37 @@ TEST_F(StaleHandleInAnotherContext, StreamCreatedDuringAnotherStreamsDestroyDoes
   free_on_reused_then_synchronize_old_context(pool);
 }
 
+// The allocation hooks' route of a handle (its device and the device's current pool) is the
+// stream's that holds the handle now: a stream of device 1 on the handle of a destroyed stream of
+// device 0 allocates from device 1's pool.
+TEST_F(StaleHandle, StreamOfAnotherDeviceOnADestroyedStreamsHandleAllocatesFromItsOwnDevicesPool) {
+  ASSERT_EQ(SP(cuStreamCreate)(&old_stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUdeviceptr warm = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&warm, kBlockBytes, old_stream), CUDA_SUCCESS);  // device 0's current pool
+  ASSERT_EQ(SP(cuMemFreeAsync)(warm, old_stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(old_stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(old_stream), CUDA_SUCCESS);
+  CUcontext device1 = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&device1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(device1), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(create_stream_on_the_old_handle());
+  CUmemoryPool device1_pool = nullptr;
+  ASSERT_EQ(SP(cuDeviceGetMemPool)(&device1_pool, 1), CUDA_SUCCESS);
+
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&block, kBlockBytes, reused), CUDA_SUCCESS);
+  CUmemoryPool served_by = nullptr;
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&served_by, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, block), CUDA_SUCCESS);
+
+  EXPECT_EQ(served_by, device1_pool);
+  EXPECT_EQ(SP(cuMemFreeAsync)(block, reused), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(reused), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamDestroy_v2)(reused), CUDA_SUCCESS);
+  reused = nullptr;
+  EXPECT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(1), CUDA_SUCCESS);
+}
+
 TEST_F(StaleHandle, StreamOfAReleasedPrimaryContextDoesNotLendItsKindToTheNextStream) {
   ASSERT_NO_FATAL_FAILURE(drop_fixture_streams());
   ASSERT_NO_FATAL_FAILURE(create_known_blocking_stream());

@@ -1,4 +1,5 @@
 // Introspection for tests and tools, exported under the streampool_ prefix (C ABI, never throws).
+#include <cstddef>
 #include <cstdint>
 
 #include "driver/stream_registry.hpp"
@@ -15,4 +16,14 @@ extern "C" __attribute__((visibility("default"))) int streampool_debug_stream_ke
   CUresult result = streampool::driver::resolve_stream(stream, per_thread_variant != 0, &route);
   *key = result == CUDA_SUCCESS ? route.key : 0;
   return static_cast<int>(result);
+}
+
+// How many stream slots the tracking holds: live streams, and ended ones whose frees are not yet
+// known complete (core::Engine::stream_slots). A program whose streams come and go, with their
+// contexts or one by one, must hold a constant number.
+extern "C" __attribute__((visibility("default"))) int streampool_debug_stream_slots(std::size_t* slots) {
+  if (slots == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  streampool::interpose::HookScope scope;
+  *slots = streampool::interpose::engine().stream_slots();
+  return CUDA_SUCCESS;
 }
