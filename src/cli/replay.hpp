@@ -46,6 +46,11 @@ struct Allocation {  // for the plot's lanes
   std::uint64_t end_ns = 0;  // the trace's end when never freed
 };
 
+// What a replay can represent: the engine keeps a few bytes of bookkeeping per granule of every
+// reservation, so the replay's reservations come to at most this many granules in all (some
+// 300 MiB of bookkeeping), whatever a damaged or hostile trace asks for.
+inline constexpr std::uint64_t kMaxReplayGranules = std::uint64_t{1} << 25;
+
 struct ReplayResult {
   std::vector<PoolResult> pools;
   std::uint64_t events = 0;
@@ -58,7 +63,15 @@ struct ReplayResult {
   std::uint64_t recorded_allocator_calls = 0;
   std::uint64_t duration_ns = 0;        // the trace's span
   std::vector<Allocation> allocations;  // when `keep_samples`
+  // The replay stopped at this record (an index into the trace's records): an allocation more
+  // than kMaxReplayGranules could hold. The result covers the records before it.
+  std::optional<std::size_t> unrepresentable;
 };
+
+// "<path>: an allocation of N bytes at offset X is more than the replay can represent ..." for
+// a result that stopped at an unrepresentable record.
+std::string unrepresentable_message(const std::string& path, const trace::Trace& trace, const WhatIf& what_if,
+                                    const ReplayResult& result);
 
 // `progress` (may be empty) is called with a fraction from 0 to 1 now and then.
 ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_samples,
