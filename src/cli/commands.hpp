@@ -9,6 +9,18 @@
 
 namespace streampool::cli {
 
+// `run`'s options, before the program and its arguments (args[program] onwards).
+struct RunOptions {
+  bool fake = false;
+  bool quiet = false;
+  std::string log;
+  std::string stats;
+  std::string trace;
+  std::size_t program = 0;
+};
+// False for a usage error: an unknown option, or no program.
+bool parse_run_options(const std::vector<std::string>& args, RunOptions* options);
+
 int run_command(const std::vector<std::string>& args, const std::string& self);
 int report_command(const std::vector<std::string>& args);
 int replay_command(const std::vector<std::string>& args);

@@ -14,7 +14,6 @@
 
 namespace streampool::cli {
 
-bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest);
 std::function<void(double)> terminal_progress(const char* what, std::size_t records);
 
 namespace {

@@ -16,9 +16,11 @@ using trace::Op;
 using trace::Record;
 
 // The granules every pool of one replay has reserved, against kMaxReplayGranules.
+// And where the next reservation's invented addresses begin.
 struct ReservationBudget {
   std::uint64_t granules = 0;
   bool exceeded = false;  // a reservation was refused for the budget, not by the pool's policy
+  std::uintptr_t next_base = std::uintptr_t{1} << 44;
 };
 
 // Address space from an invented range, physical memory by bookkeeping only.
@@ -36,9 +38,8 @@ class ReplayBacking final : public core::Backing {
       return core::Status::out_of_memory;
     }
     budget_.granules += granules;
-    static std::uintptr_t next = std::uintptr_t{1} << 44;  // one replay at a time per process
-    *base = next;
-    next += (bytes + (std::size_t{1} << 30)) & ~((std::size_t{1} << 30) - 1);
+    *base = budget_.next_base;
+    budget_.next_base += (bytes + (std::size_t{1} << 30)) & ~((std::size_t{1} << 30) - 1);
     return core::Status::success;
   }
   core::Status unreserve(std::uintptr_t, std::size_t bytes) override {

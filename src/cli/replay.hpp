@@ -73,6 +73,10 @@ struct ReplayResult {
 std::string unrepresentable_message(const std::string& path, const trace::Trace& trace, const WhatIf& what_if,
                                     const ReplayResult& result);
 
+// The what-if options (shared by replay and plot); false, after a message, for a bad one. Other
+// arguments are left in *rest.
+bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest);
+
 // `progress` (may be empty) is called with a fraction from 0 to 1 now and then.
 ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_samples,
                     const std::function<void(double)>& progress);

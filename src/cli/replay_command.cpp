@@ -36,8 +36,6 @@ bool parse_reuse(const std::string& text, int* flags) {
 
 }  // namespace
 
-// Shared with plot: the what-if options; false (after a message) on a bad one. Leaves other
-// arguments in *rest.
 bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];

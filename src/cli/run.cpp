@@ -94,12 +94,7 @@ void usage() {
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& args, const std::string& self) {
-  bool fake = false;
-  bool quiet = false;
-  std::string log;
-  std::string stats;
-  std::string trace_path;
+bool parse_run_options(const std::vector<std::string>& args, RunOptions* options) {
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -108,22 +103,33 @@ int run_command(const std::vector<std::string>& args, const std::string& self) {
       break;
     }
     if (arg == "--fake") {
-      fake = true;
+      options->fake = true;
     } else if (arg == "--quiet") {
-      quiet = true;
+      options->quiet = true;
     } else if ((arg == "--log" || arg == "--stats" || arg == "--trace") && i + 1 < args.size()) {
-      (arg == "--log" ? log : arg == "--stats" ? stats : trace_path) = args[++i];
+      (arg == "--log" ? options->log : arg == "--stats" ? options->stats : options->trace) = args[++i];
     } else if (!arg.empty() && arg[0] == '-') {
-      usage();
-      return 2;
+      return false;
     } else {
       break;  // the program, without "--"
     }
   }
-  if (i >= args.size()) {
+  options->program = i;
+  return i < args.size();
+}
+
+int run_command(const std::vector<std::string>& args, const std::string& self) {
+  RunOptions options;
+  if (!parse_run_options(args, &options)) {
     usage();
     return 2;
   }
+  const bool fake = options.fake;
+  const bool quiet = options.quiet;
+  const std::string& log = options.log;
+  const std::string& stats = options.stats;
+  const std::string& trace_path = options.trace;
+  const std::size_t i = options.program;
   const std::string preload =
       locate("STREAMPOOL_PRELOAD_LIBRARY", self, STREAMPOOL_CLI_INSTALLED_PRELOAD, STREAMPOOL_CLI_BUILT_PRELOAD);
   if (preload.empty()) {
