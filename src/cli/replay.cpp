@@ -28,9 +28,9 @@ class ReplayBacking final : public core::Backing {
  public:
   ReplayBacking(std::size_t granule, ReservationBudget& budget) : granule_(granule), budget_(budget) {}
   std::size_t granule_bytes() const override { return granule_; }
-  // 64 GiB, as on a GPU, or less with small granules (2^21 of them): the engine's bookkeeping
-  // per reservation stays small.
-  std::size_t reservation_bytes() const override { return std::min(std::size_t{1} << 36, granule_ << 21); }
+  // 64 GiB, as on a GPU, or less with granules under 256 KiB (2^18 of them: 1 GiB at 4 KiB): the
+  // engine keeps some 8 bytes per granule of a reservation, 2 MiB of them here at most.
+  std::size_t reservation_bytes() const override { return std::min(std::size_t{1} << 36, granule_ << 18); }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override {
     const std::uint64_t granules = bytes / granule_;
     if (granules > kMaxReplayGranules - budget_.granules) {

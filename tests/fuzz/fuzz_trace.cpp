@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (result.unrepresentable) {
     const std::string message = streampool::cli::unrepresentable_message("input", trace, what_if, result);
     if (message.find(" at offset ") == std::string::npos) fail("unrepresentable without an offset", message);
-  } else if (result.events != trace.records.size()) {
+  } else if (result.events > trace.records.size()) {  // calls that failed in the program are no events
     fail("events", std::to_string(result.events));
   }
   return 0;
