@@ -15,9 +15,10 @@ namespace {
 using trace::Op;
 using trace::Record;
 
-// The granules every pool of one replay has reserved, against kMaxReplayGranules.
-// And where the next reservation's invented addresses begin.
+// The granules every pool of one replay has reserved, against WhatIf::max_granules, and where
+// the next reservation's invented addresses begin.
 struct ReservationBudget {
+  std::uint64_t limit = kMaxReplayGranules;
   std::uint64_t granules = 0;
   bool exceeded = false;  // a reservation was refused for the budget, not by the pool's policy
   std::uintptr_t next_base = std::uintptr_t{1} << 44;
@@ -33,7 +34,7 @@ class ReplayBacking final : public core::Backing {
   std::size_t reservation_bytes() const override { return std::min(std::size_t{1} << 36, granule_ << 18); }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override {
     const std::uint64_t granules = bytes / granule_;
-    if (granules > kMaxReplayGranules - budget_.granules) {
+    if (granules > budget_.limit - budget_.granules) {
       budget_.exceeded = true;
       return core::Status::out_of_memory;
     }
@@ -113,7 +114,9 @@ core::StreamKey key_of(const Record& record) {
 
 class Replayer {
  public:
-  Replayer(const WhatIf& what_if, bool keep_samples) : what_if_(what_if), keep_(keep_samples) {}
+  Replayer(const WhatIf& what_if, bool keep_samples) : what_if_(what_if), keep_(keep_samples) {
+    budget_.limit = what_if.max_granules;
+  }
 
   void apply(const Record& record) {
     if (record.result != 0) return;  // the program's call failed: nothing happened
@@ -247,7 +250,7 @@ class Replayer {
   }
 
   void allocate(const Record& record) {
-    if (record.size / what_if_.granule_bytes >= kMaxReplayGranules) {
+    if (record.size / what_if_.granule_bytes >= budget_.limit) {
       budget_.exceeded = true;
       return;
     }
@@ -374,7 +377,7 @@ std::string unrepresentable_message(const std::string& path, const trace::Trace&
   const std::uint64_t offset = index < trace.offsets.size() ? trace.offsets[index] : 0;
   return path + ": " + std::string(trace::op_name(record.op)) + " of " + std::to_string(record.size) + " bytes at offset " +
          std::to_string(offset) +
-         " is more than the replay can represent (" + std::to_string(kMaxReplayGranules) + " granules of " +
+         " is more than the replay can represent (" + std::to_string(what_if.max_granules) + " granules of " +
          std::to_string(what_if.granule_bytes) + " bytes in all)";
 }
 

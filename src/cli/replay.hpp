@@ -15,11 +15,17 @@
 
 namespace streampool::cli {
 
+// What a replay can represent: the engine keeps a few bytes of bookkeeping per granule of every
+// reservation, so the replay's reservations come to at most this many granules in all (some
+// 300 MiB of bookkeeping), whatever a damaged or hostile trace asks for.
+inline constexpr std::uint64_t kMaxReplayGranules = std::uint64_t{1} << 25;
+
 struct WhatIf {
   std::optional<std::uint64_t> release_threshold;  // every pool's, instead of the recorded one
   std::optional<int> reuse_flags;                  // bit 0 follow events, 1 opportunistic, 2 internal deps
   std::size_t granule_bytes = 2u << 20;
   std::optional<std::uint64_t> max_pool_size;      // for every pool without a smaller one
+  std::uint64_t max_granules = kMaxReplayGranules;   // reserved by all pools together (the fuzzer's is smaller)
 };
 
 struct Sample {  // one pool after one event
@@ -46,11 +52,6 @@ struct Allocation {  // for the plot's lanes
   std::uint64_t end_ns = 0;  // the trace's end when never freed
 };
 
-// What a replay can represent: the engine keeps a few bytes of bookkeeping per granule of every
-// reservation, so the replay's reservations come to at most this many granules in all (some
-// 300 MiB of bookkeeping), whatever a damaged or hostile trace asks for.
-inline constexpr std::uint64_t kMaxReplayGranules = std::uint64_t{1} << 25;
-
 struct ReplayResult {
   std::vector<PoolResult> pools;
   std::uint64_t events = 0;
@@ -64,7 +65,7 @@ struct ReplayResult {
   std::uint64_t duration_ns = 0;        // the trace's span
   std::vector<Allocation> allocations;  // when `keep_samples`
   // The replay stopped at this record (an index into the trace's records): an allocation more
-  // than kMaxReplayGranules could hold. The result covers the records before it.
+  // than WhatIf::max_granules could hold. The result covers the records before it.
   std::optional<std::size_t> unrepresentable;
 };
 

@@ -7,7 +7,8 @@
 //   * a read trace has one file offset per record, inside the input, and its records are sorted
 //     by time;
 //   * the replay of its first records (at a 4 KiB or a 2 MiB granule, chosen by the header's
-//     reserved word) either finishes or stops at an unrepresentable record it names.
+//     reserved word, and 2^16 granules in all) either finishes or stops at an unrepresentable
+//     record it names.
 // A failed check prints what it saw and aborts, which libFuzzer reports as a crash.
 #include <cstdint>
 #include <cstdio>
@@ -19,7 +20,9 @@
 
 namespace {
 
-constexpr std::size_t kReplayedRecords = 2048;  // the replay stays fast whatever the input holds
+// The replay stays fast whatever the input holds: the engine maps and unmaps granule by granule.
+constexpr std::size_t kReplayedRecords = 2048;
+constexpr std::uint64_t kReplayedGranules = 1u << 16;
 
 [[noreturn]] void fail(const char* what, const std::string& detail) {
   std::fprintf(stderr, "fuzz_trace: %s: %s\n", what, detail.c_str());
@@ -50,6 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   streampool::cli::WhatIf what_if;
   what_if.granule_bytes = (trace.header.reserved0 & 1) != 0 ? 4096 : std::size_t{2} << 20;
+  what_if.max_granules = kReplayedGranules;
   const streampool::cli::ReplayResult result = streampool::cli::replay(trace, what_if, true, {});
   if (result.unrepresentable) {
     const std::string message = streampool::cli::unrepresentable_message("input", trace, what_if, result);
