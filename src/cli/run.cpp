@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "trace/format.hpp"
 
 namespace streampool::cli {
 
@@ -76,7 +77,7 @@ bool left_a_trace(const std::string& path, std::string* why) {
     *why = std::strerror(errno);
     return false;
   }
-  if (!S_ISREG(status.st_mode) || status.st_size < 64) {
+  if (!S_ISREG(status.st_mode) || static_cast<std::size_t>(status.st_size) < sizeof(trace::FileHeader)) {
     *why = S_ISREG(status.st_mode) ? "shorter than a trace's header" : "not a regular file";
     return false;
   }
