@@ -21,8 +21,13 @@ class Parser {
     skip();
     if (at_ >= text_.size()) return fail("unexpected end");
     const char c = text_[at_];
-    if (c == '{') return object(out);
-    if (c == '[') return array(out);
+    if (c == '{' || c == '[') {
+      if (depth_ == kMaxJsonDepth) return fail("nested more than 64 levels deep");
+      ++depth_;
+      const bool parsed = c == '{' ? object(out) : array(out);
+      --depth_;
+      return parsed;
+    }
     if (c == '"') {
       out->kind = Json::Kind::string;
       return string(&out->text);
@@ -142,6 +147,7 @@ class Parser {
 
   const std::string& text_;
   std::size_t at_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

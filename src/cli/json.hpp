@@ -2,6 +2,7 @@
 // numbers, true/false/null. Not a general-purpose parser: no \u escapes beyond ASCII.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,7 +22,12 @@ struct Json {
   double number_or(double fallback) const { return kind == Kind::number ? number : fallback; }
 };
 
-// False with a reason in *error when `text` is not JSON.
+// Reports are a few KiB; a file beyond this is not one. Nesting is limited so that a hostile file
+// (a long run of '[') cannot exhaust the stack: streampool's reports nest 3 levels deep.
+inline constexpr std::size_t kMaxJsonBytes = std::size_t{64} << 20;
+inline constexpr int kMaxJsonDepth = 64;
+
+// False with a reason in *error ("<what> at offset N") when `text` is not JSON.
 bool parse_json(const std::string& text, Json* out, std::string* error);
 
 }  // namespace streampool::cli

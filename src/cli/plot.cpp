@@ -14,7 +14,6 @@
 
 namespace streampool::cli {
 
-bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest);
 std::function<void(double)> terminal_progress(const char* what, std::size_t records);
 
 namespace {
@@ -208,10 +207,14 @@ int plot_command(const std::vector<std::string>& args) {
   trace::Trace recorded;
   std::string error;
   if (!trace::read_trace(path, &recorded, &error)) {
-    std::cerr << "streampool plot: " << error << "\n";
+    std::cerr << "streampool: " << error << "\n";
     return 1;
   }
   const ReplayResult result = replay(recorded, what_if, true, terminal_progress("plot", recorded.records.size()));
+  if (result.unrepresentable) {
+    std::cerr << "streampool: " << unrepresentable_message(path, recorded, what_if, result) << "\n";
+    return 1;
+  }
   const std::string title = "streampool: memory over time, process " + std::to_string(recorded.header.pid);
   const std::string drawing = render_svg(result, title);
   std::ofstream out(output, std::ios::binary | std::ios::trunc);

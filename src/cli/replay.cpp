@@ -1,5 +1,6 @@
 #include "replay.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -14,19 +15,38 @@ namespace {
 using trace::Op;
 using trace::Record;
 
+// The granules every pool of one replay has reserved, against WhatIf::max_granules, and where
+// the next reservation's invented addresses begin.
+struct ReservationBudget {
+  std::uint64_t limit = kMaxReplayGranules;
+  std::uint64_t granules = 0;
+  bool exceeded = false;  // a reservation was refused for the budget, not by the pool's policy
+  std::uintptr_t next_base = std::uintptr_t{1} << 44;
+};
+
 // Address space from an invented range, physical memory by bookkeeping only.
 class ReplayBacking final : public core::Backing {
  public:
-  explicit ReplayBacking(std::size_t granule) : granule_(granule) {}
+  ReplayBacking(std::size_t granule, ReservationBudget& budget) : granule_(granule), budget_(budget) {}
   std::size_t granule_bytes() const override { return granule_; }
-  std::size_t reservation_bytes() const override { return std::size_t{1} << 36; }
+  // 64 GiB, as on a GPU, or less with granules under 256 KiB (2^18 of them: 1 GiB at 4 KiB): the
+  // engine keeps some 8 bytes per granule of a reservation, 2 MiB of them here at most.
+  std::size_t reservation_bytes() const override { return std::min(std::size_t{1} << 36, granule_ << 18); }
   core::Status reserve(std::size_t bytes, std::uintptr_t* base) override {
-    static std::uintptr_t next = std::uintptr_t{1} << 44;  // one replay at a time per process
-    *base = next;
-    next += (bytes + (std::size_t{1} << 30)) & ~((std::size_t{1} << 30) - 1);
+    const std::uint64_t granules = bytes / granule_;
+    if (granules > budget_.limit - budget_.granules) {
+      budget_.exceeded = true;
+      return core::Status::out_of_memory;
+    }
+    budget_.granules += granules;
+    *base = budget_.next_base;
+    budget_.next_base += (bytes + (std::size_t{1} << 30)) & ~((std::size_t{1} << 30) - 1);
     return core::Status::success;
   }
-  core::Status unreserve(std::uintptr_t, std::size_t) override { return core::Status::success; }
+  core::Status unreserve(std::uintptr_t, std::size_t bytes) override {
+    budget_.granules -= bytes / granule_;
+    return core::Status::success;
+  }
   core::Status map(std::uintptr_t, std::size_t, std::span<const core::AccessDescriptor>) override {
     return core::Status::success;
   }
@@ -37,6 +57,7 @@ class ReplayBacking final : public core::Backing {
 
  private:
   std::size_t granule_;
+  ReservationBudget& budget_;
 };
 
 // A marker completes once the trace shows a host synchronisation of its stream (or of all)
@@ -93,7 +114,9 @@ core::StreamKey key_of(const Record& record) {
 
 class Replayer {
  public:
-  Replayer(const WhatIf& what_if, bool keep_samples) : what_if_(what_if), keep_(keep_samples) {}
+  Replayer(const WhatIf& what_if, bool keep_samples) : what_if_(what_if), keep_(keep_samples) {
+    budget_.limit = what_if.max_granules;
+  }
 
   void apply(const Record& record) {
     if (record.result != 0) return;  // the program's call failed: nothing happened
@@ -184,6 +207,7 @@ class Replayer {
   }
 
   ReplayResult& result() { return result_; }
+  bool beyond_budget() const { return budget_.exceeded; }
 
  private:
   struct PoolState {
@@ -207,7 +231,7 @@ class Replayer {
       props.max_size = *what_if_.max_pool_size;
     }
     core::Pool* pool = nullptr;
-    if (!core::ok(engine_.create_pool(props, std::make_unique<ReplayBacking>(what_if_.granule_bytes), &pool))) {
+    if (!core::ok(engine_.create_pool(props, std::make_unique<ReplayBacking>(what_if_.granule_bytes, budget_), &pool))) {
       return nullptr;
     }
     if (what_if_.release_threshold) {
@@ -226,11 +250,16 @@ class Replayer {
   }
 
   void allocate(const Record& record) {
+    if (record.size / what_if_.granule_bytes >= budget_.limit) {
+      budget_.exceeded = true;
+      return;
+    }
     PoolState* state = pool_for(record.pool, 0, core::PoolKind::device);
     if (state == nullptr) return;
     void* address = nullptr;
     ++state->result.allocations;
     if (!core::ok(engine_.allocate(state->pool, record.size, key_of(record), &address))) {
+      if (budget_.exceeded) return;  // not the pool's refusal: the replay stops here
       ++state->result.failed_allocations;
       return;
     }
@@ -297,6 +326,7 @@ class Replayer {
 
   WhatIf what_if_;
   bool keep_;
+  ReservationBudget budget_;  // before the engine: its pools' backings hold it
   ReplayOrdering ordering_;
   core::Engine engine_{ordering_};
   std::map<std::uint64_t, PoolState> pools_;
@@ -315,6 +345,7 @@ ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_
   const std::size_t step = count / 100 + 1;
   std::uint64_t recorded_ns = 0;
   std::uint64_t recorded_calls = 0;
+  std::optional<std::size_t> stopped_at;
   for (std::size_t i = 0; i < count; ++i) {
     const Record& record = trace.records[i];
     const auto op = static_cast<Op>(record.op);
@@ -323,15 +354,31 @@ ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_
       ++recorded_calls;
     }
     replayer.apply(record);
+    if (replayer.beyond_budget()) {
+      stopped_at = i;
+      break;
+    }
     if (progress && i % step == 0) progress(static_cast<double>(i) / static_cast<double>(count));
   }
   if (progress) progress(1.0);
-  const std::uint64_t end = count == 0 ? 0 : trace.records.back().time_ns;
+  const std::uint64_t end = count == 0 ? 0 : trace.records[stopped_at ? *stopped_at : count - 1].time_ns;
   ReplayResult result = replayer.finish(end);
+  result.unrepresentable = stopped_at;
   result.recorded_allocator_ns = recorded_ns;
   result.recorded_allocator_calls = recorded_calls;
   result.duration_ns = end;
   return result;
+}
+
+std::string unrepresentable_message(const std::string& path, const trace::Trace& trace, const WhatIf& what_if,
+                                    const ReplayResult& result) {
+  const std::size_t index = *result.unrepresentable;
+  const Record& record = trace.records[index];
+  const std::uint64_t offset = index < trace.offsets.size() ? trace.offsets[index] : 0;
+  return path + ": " + std::string(trace::op_name(record.op)) + " of " + std::to_string(record.size) + " bytes at offset " +
+         std::to_string(offset) +
+         " is more than the replay can represent (" + std::to_string(what_if.max_granules) + " granules of " +
+         std::to_string(what_if.granule_bytes) + " bytes in all)";
 }
 
 }  // namespace streampool::cli

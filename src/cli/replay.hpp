@@ -15,11 +15,17 @@
 
 namespace streampool::cli {
 
+// What a replay can represent: the engine keeps a few bytes of bookkeeping per granule of every
+// reservation, so the replay's reservations come to at most this many granules in all (some
+// 300 MiB of bookkeeping), whatever a damaged or hostile trace asks for.
+inline constexpr std::uint64_t kMaxReplayGranules = std::uint64_t{1} << 25;
+
 struct WhatIf {
   std::optional<std::uint64_t> release_threshold;  // every pool's, instead of the recorded one
   std::optional<int> reuse_flags;                  // bit 0 follow events, 1 opportunistic, 2 internal deps
   std::size_t granule_bytes = 2u << 20;
   std::optional<std::uint64_t> max_pool_size;      // for every pool without a smaller one
+  std::uint64_t max_granules = kMaxReplayGranules;   // reserved by all pools together (the fuzzer's is smaller)
 };
 
 struct Sample {  // one pool after one event
@@ -58,7 +64,19 @@ struct ReplayResult {
   std::uint64_t recorded_allocator_calls = 0;
   std::uint64_t duration_ns = 0;        // the trace's span
   std::vector<Allocation> allocations;  // when `keep_samples`
+  // The replay stopped at this record (an index into the trace's records): an allocation more
+  // than WhatIf::max_granules could hold. The result covers the records before it.
+  std::optional<std::size_t> unrepresentable;
 };
+
+// "<path>: an allocation of N bytes at offset X is more than the replay can represent ..." for
+// a result that stopped at an unrepresentable record.
+std::string unrepresentable_message(const std::string& path, const trace::Trace& trace, const WhatIf& what_if,
+                                    const ReplayResult& result);
+
+// The what-if options (shared by replay and plot); false, after a message, for a bad one. Other
+// arguments are left in *rest.
+bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest);
 
 // `progress` (may be empty) is called with a fraction from 0 to 1 now and then.
 ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_samples,

@@ -36,8 +36,6 @@ bool parse_reuse(const std::string& text, int* flags) {
 
 }  // namespace
 
-// Shared with plot: the what-if options; false (after a message) on a bad one. Leaves other
-// arguments in *rest.
 bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -48,7 +46,7 @@ bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::v
     } else if (arg == "--max-pool-size" && has_value && parse_size(args[i + 1], &bytes)) {
       what_if->max_pool_size = bytes;
     } else if (arg == "--granule" && has_value && parse_size(args[i + 1], &bytes) && bytes >= 4096 &&
-               (bytes & (bytes - 1)) == 0) {
+               bytes <= (std::uint64_t{1} << 30) && (bytes & (bytes - 1)) == 0) {
       what_if->granule_bytes = bytes;
     } else if (arg == "--reuse-flags" && has_value) {
       int flags = 0;
@@ -60,7 +58,7 @@ bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::v
     } else if (arg == "--release-threshold" || arg == "--max-pool-size" || arg == "--granule" ||
                arg == "--reuse-flags") {
       std::cerr << "streampool: bad or missing value for " << arg
-                << (arg == "--granule" ? " (a power of two, at least 4096)" : "") << "\n";
+                << (arg == "--granule" ? " (a power of two from 4096 to 1G)" : "") << "\n";
       return false;
     } else {
       rest->push_back(arg);
@@ -104,11 +102,15 @@ int replay_command(const std::vector<std::string>& args) {
   trace::Trace recorded;
   std::string error;
   if (!trace::read_trace(path, &recorded, &error)) {
-    std::cerr << "streampool replay: " << error << "\n";
+    std::cerr << "streampool: " << error << "\n";
     return 1;
   }
   const ReplayResult result =
       replay(recorded, what_if, false, terminal_progress("replay", recorded.records.size()));
+  if (result.unrepresentable) {
+    std::cerr << "streampool: " << unrepresentable_message(path, recorded, what_if, result) << "\n";
+    return 1;
+  }
   const double fragmentation =
       result.peak_reserved > 0
           ? 1.0 - static_cast<double>(result.used_at_peak_reserved) / static_cast<double>(result.peak_reserved)

@@ -1,11 +1,14 @@
 // `streampool report stats.json`: a STREAMPOOL_STATS report as a short table.
+#include <algorithm>
+#include <cerrno>
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "commands.hpp"
+#include "trace/files.hpp"
 
 namespace streampool::cli {
 
@@ -21,26 +24,35 @@ std::string human_bytes(double bytes) {
   return text;
 }
 
-bool read_file(const std::string& path, std::string* text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  *text = buffer.str();
+bool read_report(const std::string& path, Json* report, std::string* error) {
+  std::string text;
+  if (!trace::read_regular_file(path, kMaxJsonBytes, &text, error)) return false;
+  std::string why;
+  if (!parse_json(text, report, &why)) {
+    *error = path + ": " + why;
+    return false;
+  }
+  if ((*report)["streampool"].kind != Json::Kind::object) {
+    *error = path + ": not a streampool stats report (no \"streampool\" object at offset 0)";
+    return false;
+  }
   return true;
 }
 
 bool parse_size(const std::string& text, std::uint64_t* bytes) {
-  if (text.empty()) return false;
+  // Digits only: strtoull would take "-1" as 2^64-1, and saturates where a number is too long.
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
   char* end = nullptr;
+  errno = 0;
   const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return false;
+  if (errno == ERANGE) return false;
   std::uint64_t scale = 1;
   const std::string suffix(end);
   if (suffix == "K" || suffix == "KiB" || suffix == "k") scale = 1ULL << 10;
   else if (suffix == "M" || suffix == "MiB") scale = 1ULL << 20;
   else if (suffix == "G" || suffix == "GiB") scale = 1ULL << 30;
   else if (!suffix.empty()) return false;
+  if (value > UINT64_MAX / scale) return false;
   *bytes = static_cast<std::uint64_t>(value) * scale;
   return true;
 }
@@ -60,8 +72,10 @@ std::string render_report(const Json& report, const std::string& title) {
     const double used_high = pool["used_high"].number_or(0);
     // The share of the peak reservation the program never had in use at once.
     const double fragmentation = reserved_high > 0 ? 100.0 * (1.0 - used_high / reserved_high) : 0.0;
+    // Clamped: a number beyond int (a damaged report) is not the cast's undefined behaviour.
+    const double location_id = std::clamp(pool["location_id"].number_or(0), -1e9, 1e9);
     std::string location = (pool["location_type"].number_or(0) == 1 ? "dev " : "loc ") +
-                           std::to_string(static_cast<int>(pool["location_id"].number_or(0)));
+                           std::to_string(static_cast<int>(location_id == location_id ? location_id : 0));
     std::string kind = pool["kind"].text + (pool["default"].boolean ? "*" : "");
     std::snprintf(line, sizeof line, "  %-16s %-12s %-8s %14s %14s %13.1f%%\n", pool["handle"].text.c_str(), kind.c_str(),
                   location.c_str(), human_bytes(reserved_high).c_str(), human_bytes(used_high).c_str(), fragmentation);
@@ -92,17 +106,10 @@ int report_command(const std::vector<std::string>& args) {
   }
   int status = 0;
   for (const std::string& path : args) {
-    std::string text;
     Json report;
     std::string error;
-    if (!read_file(path, &text)) {
-      std::cerr << "streampool report: cannot read " << path << "\n";
-      status = 1;
-      continue;
-    }
-    if (!parse_json(text, &report, &error) || report["streampool"].kind != Json::Kind::object) {
-      std::cerr << "streampool report: " << path << " is not a streampool stats report" << (error.empty() ? "" : ": ")
-                << error << "\n";
+    if (!read_report(path, &report, &error)) {
+      std::cerr << "streampool: " << error << "\n";
       status = 1;
       continue;
     }

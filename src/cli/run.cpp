@@ -3,16 +3,20 @@
 // real driver is found by libstreampool.so itself, or the fake one is named with --fake.
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
+#include "trace/format.hpp"
 
 namespace streampool::cli {
 
@@ -34,6 +38,52 @@ std::string locate(const char* variable, const std::string& self, const std::str
   return {};
 }
 
+// `setting` with %p as `pid` and %% as %, as the preload expands STREAMPOOL_STATS and STREAMPOOL_TRACE.
+std::string expand(const std::string& setting, pid_t pid) {
+  std::string path;
+  for (std::size_t k = 0; k < setting.size(); ++k) {
+    if (setting[k] == '%' && k + 1 < setting.size() && (setting[k + 1] == 'p' || setting[k + 1] == '%')) {
+      path += setting[k + 1] == 'p' ? std::to_string(pid) : "%";
+      ++k;
+    } else {
+      path += setting[k];
+    }
+  }
+  return path;
+}
+
+// Whether the preload could create or replace `setting` (for any process id): its folder is a
+// writable directory, and a file already there is a regular one (the preload writes nothing else).
+// Checked before the program runs, so that a long run does not end with its report lost.
+bool can_write(const std::string& setting, std::string* why) {
+  const std::string path = expand(setting, getpid());
+  const std::string folder = folder_of(path);
+  struct stat status {};
+  if (stat(folder.c_str(), &status) != 0 || access(folder.c_str(), W_OK | X_OK) != 0) {
+    *why = folder + ": " + std::strerror(errno);
+    return false;
+  }
+  if (stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode)) {
+    *why = "not a regular file";
+    return false;
+  }
+  return true;
+}
+
+// What the preload left at `path` (a trace's header at least), or why there is nothing.
+bool left_a_trace(const std::string& path, std::string* why) {
+  struct stat status {};
+  if (stat(path.c_str(), &status) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(status.st_mode) || static_cast<std::size_t>(status.st_size) < sizeof(trace::FileHeader)) {
+    *why = S_ISREG(status.st_mode) ? "shorter than a trace's header" : "not a regular file";
+    return false;
+  }
+  return true;
+}
+
 void usage() {
   std::cerr << "usage: streampool run [--fake] [--log LEVEL] [--stats FILE] [--trace FILE] [--quiet] -- PROGRAM [ARGS...]\n"
                "  --fake         run over streampool's CPU-only fake driver (no GPU needed)\n"
@@ -45,12 +95,7 @@ void usage() {
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& args, const std::string& self) {
-  bool fake = false;
-  bool quiet = false;
-  std::string log;
-  std::string stats;
-  std::string trace_path;
+bool parse_run_options(const std::vector<std::string>& args, RunOptions* options) {
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -59,22 +104,33 @@ int run_command(const std::vector<std::string>& args, const std::string& self) {
       break;
     }
     if (arg == "--fake") {
-      fake = true;
+      options->fake = true;
     } else if (arg == "--quiet") {
-      quiet = true;
+      options->quiet = true;
     } else if ((arg == "--log" || arg == "--stats" || arg == "--trace") && i + 1 < args.size()) {
-      (arg == "--log" ? log : arg == "--stats" ? stats : trace_path) = args[++i];
+      (arg == "--log" ? options->log : arg == "--stats" ? options->stats : options->trace) = args[++i];
     } else if (!arg.empty() && arg[0] == '-') {
-      usage();
-      return 2;
+      return false;
     } else {
       break;  // the program, without "--"
     }
   }
-  if (i >= args.size()) {
+  options->program = i;
+  return i < args.size();
+}
+
+int run_command(const std::vector<std::string>& args, const std::string& self) {
+  RunOptions options;
+  if (!parse_run_options(args, &options)) {
     usage();
     return 2;
   }
+  const bool fake = options.fake;
+  const bool quiet = options.quiet;
+  const std::string& log = options.log;
+  const std::string& stats = options.stats;
+  const std::string& trace_path = options.trace;
+  const std::size_t i = options.program;
   const std::string preload =
       locate("STREAMPOOL_PRELOAD_LIBRARY", self, STREAMPOOL_CLI_INSTALLED_PRELOAD, STREAMPOOL_CLI_BUILT_PRELOAD);
   if (preload.empty()) {
@@ -86,6 +142,13 @@ int run_command(const std::vector<std::string>& args, const std::string& self) {
     fake_driver = locate("STREAMPOOL_FAKE_LIBCUDA", self, STREAMPOOL_CLI_INSTALLED_FAKE, STREAMPOOL_CLI_BUILT_FAKE);
     if (fake_driver.empty()) {
       std::cerr << "streampool run: cannot find the fake driver (set STREAMPOOL_FAKE_LIBCUDA)\n";
+      return 2;
+    }
+  }
+  for (const auto& [setting, what] : {std::pair{stats, "report"}, std::pair{trace_path, "trace"}}) {
+    std::string why;
+    if (!setting.empty() && !can_write(setting, &why)) {
+      std::cerr << "streampool run: cannot write the " << what << " to " << setting << ": " << why << "\n";
       return 2;
     }
   }
@@ -141,28 +204,32 @@ int run_command(const std::vector<std::string>& args, const std::string& self) {
       closedir(dir);
     }
   } else {
-    std::string path;
-    for (std::size_t k = 0; k < stats.size(); ++k) {
-      if (stats[k] == '%' && k + 1 < stats.size() && (stats[k + 1] == 'p' || stats[k + 1] == '%')) {
-        path += stats[k + 1] == 'p' ? std::to_string(child) : "%";
-        ++k;
-      } else {
-        path += stats[k];
-      }
-    }
-    reports.push_back(path);
+    reports.push_back(expand(stats, child));
   }
-  if (!quiet) {
-    std::cerr << "\n";
-    if (reports.empty()) std::cerr << "streampool run: the program left no report (it never reached the CUDA driver)\n";
+  // A file asked for and not there is said, and is a failure even where the program succeeded.
+  bool lost = false;
+  if (!trace_path.empty()) {
+    const std::string path = expand(trace_path, child);
+    if (std::string why; !left_a_trace(path, &why)) {
+      std::cerr << "streampool run: no trace in " << path << ": " << why
+                << " (the program never reached the CUDA driver, or the trace could not be written)\n";
+      lost = true;
+    }
+  }
+  if (!quiet || !stats.empty()) {
+    if (!quiet) std::cerr << "\n";
+    if (reports.empty() && !quiet) {
+      std::cerr << "streampool run: the program left no report (it never reached the CUDA driver)\n";
+    }
     for (const std::string& path : reports) {
-      std::string text;
       Json report;
       std::string error;
-      if (!read_file(path, &text) || !parse_json(text, &report, &error)) {
-        std::cerr << "streampool run: no report in " << path << "\n";
+      if (!read_report(path, &report, &error)) {
+        std::cerr << "streampool run: no report in " << error << "\n";
+        lost = lost || !stats.empty();
         continue;
       }
+      if (quiet) continue;
       std::string title = "process ";
       const auto dot = path.rfind(".json");
       const auto before = path.rfind('.', dot == std::string::npos ? 0 : dot - 1);
@@ -176,7 +243,7 @@ int run_command(const std::vector<std::string>& args, const std::string& self) {
     for (const std::string& path : reports) unlink(path.c_str());
     rmdir(report_dir.c_str());
   }
-  return exit_status;
+  return lost && exit_status == 0 ? 1 : exit_status;
 }
 
 }  // namespace streampool::cli

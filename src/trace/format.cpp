@@ -96,13 +96,17 @@ std::size_t encode_block(const Record* records, std::uint32_t count, std::uint32
   return static_cast<std::size_t>(cursor - out);
 }
 
-bool decode_block(const BlockHeader& header, const unsigned char* payload, Record* records) noexcept {
-  const unsigned char* in = payload;
-  const unsigned char* end = payload + header.bytes;
+namespace {
+
+// decode_block's loop; `in` is left where it stopped.
+bool decode_records(const BlockHeader& header, const unsigned char*& in, const unsigned char* end, Record* records,
+                    std::uint32_t* offsets) noexcept {
+  const unsigned char* const payload = in;
   Record previous{};
   std::uint64_t last_pool = 0;
   for (std::uint32_t i = 0; i < header.count; ++i) {
     if (end - in < 3) return false;
+    if (offsets != nullptr) offsets[i] = static_cast<std::uint32_t>(in - payload);
     Record record{};
     record.thread = header.thread;
     record.op = *in++;
@@ -142,7 +146,16 @@ bool decode_block(const BlockHeader& header, const unsigned char* payload, Recor
     records[i] = record;
     previous = record;
   }
-  return in == end;
+  return true;
+}
+
+}  // namespace
+
+bool decode_block(const BlockHeader& header, const unsigned char* payload, Record* records,
+                  std::uint32_t* offsets) noexcept {
+  const unsigned char* in = payload;
+  const unsigned char* end = payload + header.bytes;
+  return decode_records(header, in, end, records, offsets) && in == end;
 }
 
 std::string_view op_name(std::uint16_t op) noexcept {

@@ -86,8 +86,10 @@ inline constexpr std::size_t kMaxEncodedRecord = 2 + 10 + 3 + 5 + 5 + 4 * 10;
 // Encodes `count` records (one thread's, in its order) as one block, header included, into `out`,
 // which must hold sizeof(BlockHeader) + count * kMaxEncodedRecord bytes. Returns the bytes used.
 std::size_t encode_block(const Record* records, std::uint32_t count, std::uint32_t thread, unsigned char* out) noexcept;
-// Decodes a block's payload; false when it is damaged.
-bool decode_block(const BlockHeader& header, const unsigned char* payload, Record* records) noexcept;
+// Decodes a block's payload; false when it is damaged. `offsets` (may be null) receives where in
+// the payload each record begins.
+bool decode_block(const BlockHeader& header, const unsigned char* payload, Record* records,
+                  std::uint32_t* offsets = nullptr) noexcept;
 
 std::string_view op_name(std::uint16_t op) noexcept;
 

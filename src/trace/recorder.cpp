@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driver/log.hpp"
+#include "files.hpp"
 
 namespace streampool::trace {
 
@@ -89,6 +90,8 @@ struct Registry {
   bool timing_requested = false;
   std::string setting;  // the path as given (with %p)
   std::string path;     // the file being written
+  const char* open_failure = "";  // why open_file last failed (a literal or strerror's text)
+  bool write_failed = false;      // said once per file (under file_mutex)
   // Calibration: ticks at the trace's start and nanoseconds per tick.
   std::uint64_t tick0 = 0;
   double ns_per_tick = 1.0;
@@ -157,7 +160,7 @@ std::uint64_t ticks_to_ns(std::uint64_t ticks) noexcept {
 
 // Converts records from ticks to nanoseconds, encodes them as blocks and appends them to the file.
 void write_records(const Record* records, std::uint32_t count) noexcept {
-  const Registry& reg = registry();
+  Registry& reg = registry();
   constexpr std::uint32_t kBlock = 128;
   Record converted[kBlock];
   unsigned char encoded[sizeof(BlockHeader) + kBlock * kMaxEncodedRecord];
@@ -174,8 +177,11 @@ void write_records(const Record* records, std::uint32_t count) noexcept {
     const std::size_t bytes = encode_block(converted, chunk, converted[0].thread, encoded);
     {
       std::lock_guard<std::mutex> guard(file_mutex);
-      if (file_fd >= 0 && !write_all(file_fd, encoded, bytes)) {
-        STREAMPOOL_LOG_WARN("trace %s: write failed: %s", reg.path.c_str(), std::strerror(errno));
+      if (file_fd >= 0 && !write_all(file_fd, encoded, bytes) && !reg.write_failed) {
+        // The trace the user asked for is incomplete: said once, whatever the log level.
+        reg.write_failed = true;
+        log::notice(log::Level::warn, "trace %s: write failed, the trace is incomplete: %s", reg.path.c_str(),
+                    std::strerror(errno != 0 ? errno : ENOSPC));
       }
     }
     records += chunk;
@@ -335,9 +341,11 @@ thread_local Releaser releaser;
   }
 }
 
-// Opens `path` and writes the header. Caller holds the registry mutex.
+// Opens `path` and writes the header: 0, or an errno value (EINVAL: not a regular file) with the
+// reason in reg.open_failure. Caller holds the registry mutex.
 int open_file(Registry& reg, const std::string& path, std::uint32_t parent_pid) noexcept {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  // Never a FIFO, a terminal or a device: opening or writing one could block the program.
+  const int fd = open_output_file(path.c_str(), true, &reg.open_failure);
   if (fd < 0) return errno;
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof kMagic);
@@ -353,12 +361,14 @@ int open_file(Registry& reg, const std::string& path, std::uint32_t parent_pid) 
   if (!write_all(fd, &header, sizeof header)) {
     const int error = errno != 0 ? errno : EIO;
     ::close(fd);
+    reg.open_failure = std::strerror(error);
     return error;
   }
   reg.tick0 = now();
   reg.path = path;
   std::lock_guard<std::mutex> guard(file_mutex);
   file_fd = fd;
+  reg.write_failed = false;
   return 0;
 }
 
@@ -411,8 +421,8 @@ void after_fork_in_child() noexcept {
     }
     const int error = path.empty() ? ENOMEM : open_file(reg, path, parent);
     if (error != 0) {
-      STREAMPOOL_LOG_WARN("forked child %d cannot write its trace to %s: %s", static_cast<int>(getpid()),
-                          path.c_str(), std::strerror(error));
+      log::notice(log::Level::warn, "forked child %d cannot write its trace to %s: %s", static_cast<int>(getpid()),
+                  path.c_str(), path.empty() ? std::strerror(error) : reg.open_failure);
       detail::state.store(reg.timing_requested ? kTiming : kOff, std::memory_order_relaxed);
     }
   }
@@ -470,9 +480,12 @@ bool start_from_environment() noexcept {
   reg.timing_requested = flag_set("STREAMPOOL_TIMING");
   const char* setting = std::getenv("STREAMPOOL_TRACE");
   if (setting != nullptr && setting[0] != '\0') {
+    reg.open_failure = "";
     const int error = start_locked(reg, setting);
     if (error == 0) return true;
-    STREAMPOOL_LOG_WARN("cannot write the STREAMPOOL_TRACE trace to %s: %s", setting, std::strerror(error));
+    // A trace asked for and not written is said at any log level but off.
+    log::notice(log::Level::warn, "cannot write the STREAMPOOL_TRACE trace to %s: %s", setting,
+                reg.open_failure[0] != '\0' ? reg.open_failure : std::strerror(error));
   }
   if (reg.timing_requested) {
     calibrate(reg);

@@ -1,7 +1,9 @@
 // Where the STREAMPOOL_STATS report goes: %p in the path stands for the process id, a forked child
-// does not overwrite its parent's report, and a report that cannot be written says so on stderr
-// (at STREAMPOOL_LOG=warn) without changing the program's exit status.
+// does not overwrite its parent's report, and a report that cannot be written (no such folder, a
+// device, a FIFO with no reader: never waited for) says so in one line on stderr at any log level
+// but off, without changing the program's exit status.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +40,9 @@ ChildRun run_child(const std::string& test_name, const std::vector<std::string>&
   const std::string stderr_path = temporary_stem("child_stderr") + ".txt";
   run.pid = fork();
   if (run.pid == 0) {
+    // A child that blocks (on a FIFO, say) is killed by the alarm, which survives the exec: the
+    // test fails instead of hanging.
+    alarm(20);
     const int sink = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (sink < 0 || dup2(sink, STDERR_FILENO) < 0) _exit(126);
     for (const std::string& assignment : environment) putenv(strdup(assignment.c_str()));
@@ -100,17 +105,25 @@ TEST(StatsFile, AForkedChildWritesItsOwnReportWhereThePathHasPercentP) {
   std::remove(parent_report.c_str());
 }
 
+// The number of lines of `text` that contain `part`.
+std::size_t lines_with(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) count += line.find(part) != std::string::npos ? 1 : 0;
+  return count;
+}
+
 TEST(StatsFile, AReportThatCannotBeWrittenIsAWarningAndLeavesTheExitStatusAlone) {
-  const ChildRun full_disk =
+  const ChildRun device =
       run_child("StatsFileChild.DISABLED_Allocates", {"STREAMPOOL_STATS=/dev/full", "STREAMPOOL_LOG=warn"});
   const ChildRun no_folder = run_child("StatsFileChild.DISABLED_Allocates",
                                        {"STREAMPOOL_STATS=/nonexistent-folder/stats.json", "STREAMPOOL_LOG=warn"});
 
-  EXPECT_EQ(full_disk.exit_status, 0);
-  EXPECT_NE(full_disk.standard_error.find("streampool: warn: cannot write the STREAMPOOL_STATS report to /dev/full: "
-                                          "No space left on device"),
+  EXPECT_EQ(device.exit_status, 0);
+  EXPECT_NE(device.standard_error.find("streampool: warn: cannot write the STREAMPOOL_STATS report to /dev/full: "
+                                       "not a regular file"),
             std::string::npos)
-      << full_disk.standard_error;
+      << device.standard_error;
   EXPECT_EQ(no_folder.exit_status, 0);
   EXPECT_NE(no_folder.standard_error.find("streampool: warn: cannot write the STREAMPOOL_STATS report to "
                                           "/nonexistent-folder/stats.json: No such file or directory"),
@@ -118,11 +131,39 @@ TEST(StatsFile, AReportThatCannotBeWrittenIsAWarningAndLeavesTheExitStatusAlone)
       << no_folder.standard_error;
 }
 
-TEST(StatsFile, AReportThatCannotBeWrittenIsSilentWithoutLogging) {
-  const ChildRun child = run_child("StatsFileChild.DISABLED_Allocates", {"STREAMPOOL_STATS=/dev/full"});
+TEST(StatsFile, AReportThatCannotBeWrittenIsOneLineAtTheDefaultLogLevel) {
+  const ChildRun child =
+      run_child("StatsFileChild.DISABLED_Allocates", {"STREAMPOOL_STATS=/nonexistent-folder/stats.json"});
+
+  EXPECT_EQ(child.exit_status, 0);
+  EXPECT_EQ(lines_with(child.standard_error, "streampool:"), 1u) << child.standard_error;
+  EXPECT_EQ(lines_with(child.standard_error, "streampool: warn: cannot write the STREAMPOOL_STATS report to "
+                                             "/nonexistent-folder/stats.json: No such file or directory"),
+            1u)
+      << child.standard_error;
+}
+
+TEST(StatsFile, AReportThatCannotBeWrittenIsSilentWithLoggingOff) {
+  const ChildRun child = run_child("StatsFileChild.DISABLED_Allocates",
+                                   {"STREAMPOOL_STATS=/nonexistent-folder/stats.json", "STREAMPOOL_LOG=off"});
 
   EXPECT_EQ(child.exit_status, 0);
   EXPECT_EQ(child.standard_error.find("streampool:"), std::string::npos) << child.standard_error;
+}
+
+TEST(StatsFile, AFifoWithNoReaderIsRefusedAtOnceInsteadOfHoldingTheProgramAtExit) {
+  const std::string fifo = temporary_stem("stats_fifo");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+
+  const ChildRun child = run_child("StatsFileChild.DISABLED_Allocates", {"STREAMPOOL_STATS=" + fifo});
+
+  EXPECT_EQ(child.exit_status, 0) << "blocked until the alarm, or failed: " << child.standard_error;
+  EXPECT_EQ(lines_with(child.standard_error, "cannot write the STREAMPOOL_STATS report to " + fifo +
+                                                 ": not a regular file"),
+            1u)
+      << child.standard_error;
+  std::remove(fifo.c_str());
 }
 
 // Run only as children of the tests above.

@@ -190,4 +190,33 @@ TEST(TraceFormat, ReaderRefusesAnotherVersionAndSaysWhich) {
   unlink(path.c_str());
 }
 
+TEST(TraceFormat, ReaderKeepsWhereInTheFileEachRecordBeganThroughTheSort) {
+  const std::string path = temporary("offsets");
+  const std::string first = block_of({record_at(30, 1, Op::alloc)});
+  write_file(path, valid_header(), {first, block_of({record_at(10, 2, Op::alloc)})});
+  streampool::trace::Trace trace;
+  std::string error;
+
+  ASSERT_TRUE(streampool::trace::read_trace(path, &trace, &error)) << error;
+
+  ASSERT_EQ(trace.offsets.size(), 2u);
+  EXPECT_EQ(trace.offsets[0], 64u + first.size() + 16u);  // thread 2's record: the second block's payload
+  EXPECT_EQ(trace.offsets[1], 64u + 16u);
+  unlink(path.c_str());
+}
+
+TEST(TraceFormat, ReaderRefusesAHeaderBeyondTheFileOrBeyond4KiBAndSaysWhere) {
+  const std::string path = temporary("header_bytes");
+  FileHeader header = valid_header();
+  header.header_bytes = 1u << 20;
+  write_file(path, header, {std::string(8192, '\0')});
+  streampool::trace::Trace trace;
+  std::string error;
+
+  EXPECT_FALSE(streampool::trace::read_trace(path, &trace, &error));
+  EXPECT_EQ(error, path + ": damaged header (header_bytes 1048576) at offset 12");
+  unlink(path.c_str());
+}
+
 }  // namespace
+

@@ -2,6 +2,7 @@
 // process (this program again, one DISABLED_ test) with the environment it needs; the parent
 // reads the files the child left.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +31,9 @@ int run_child(const std::string& test_name, const std::vector<std::string>& envi
               const std::string& stderr_path = "/dev/null") {
   const pid_t child = fork();
   if (child == 0) {
+    // A child that blocks (opening a FIFO, say) is killed by the alarm, which survives the exec:
+    // the test fails instead of hanging.
+    alarm(20);
     for (const std::string& assignment : environment) putenv(strdup(assignment.c_str()));
     const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err >= 0) dup2(err, STDERR_FILENO);
@@ -301,6 +305,55 @@ TEST(Trace, DebugLogWritesOneLinePerAllocatorEvent) {
   EXPECT_EQ(allocs, 2u) << log;
   EXPECT_EQ(frees, 2u) << log;
   unlink(err.c_str());
+}
+
+// The lines of `text` that contain `part`.
+std::size_t lines_with(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) count += line.find(part) != std::string::npos ? 1 : 0;
+  return count;
+}
+
+TEST(Trace, AFifoWithNoReaderIsRefusedAtOnceInsteadOfHoldingTheFirstCall) {
+  const std::string fifo = temporary("fifo");
+  const std::string err = temporary("fifo") + ".err";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+
+  const int status = run_child("TraceChild.DISABLED_TwoPairs", {"STREAMPOOL_TRACE=" + fifo}, err);
+
+  EXPECT_EQ(status, 0) << "blocked until the alarm, or failed: " << file_text(err);
+  EXPECT_EQ(lines_with(file_text(err), "streampool: warn: cannot write the STREAMPOOL_TRACE trace to " + fifo +
+                                           ": not a regular file"),
+            1u)
+      << file_text(err);
+  std::remove(fifo.c_str());
+  std::remove(err.c_str());
+}
+
+TEST(Trace, ATraceThatCannotBeWrittenIsOneLineAtTheDefaultLogLevel) {
+  const std::string err = temporary("no_folder") + ".err";
+
+  const int status = run_child("TraceChild.DISABLED_TwoPairs", {"STREAMPOOL_TRACE=/proc/nope/t"}, err);
+
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(lines_with(file_text(err), "streampool:"), 1u) << file_text(err);
+  EXPECT_EQ(lines_with(file_text(err), "streampool: warn: cannot write the STREAMPOOL_TRACE trace to /proc/nope/t: "
+                                       "No such file or directory"),
+            1u)
+      << file_text(err);
+  std::remove(err.c_str());
+}
+
+TEST(Trace, ATraceThatCannotBeWrittenIsSilentWithLoggingOff) {
+  const std::string err = temporary("no_folder_off") + ".err";
+
+  const int status = run_child("TraceChild.DISABLED_TwoPairs", {"STREAMPOOL_TRACE=/proc/nope/t", "STREAMPOOL_LOG=off"}, err);
+
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(file_text(err).find("streampool:"), std::string::npos) << file_text(err);
+  std::remove(err.c_str());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "driver/log.hpp"
 #include "process_state.hpp"
 #include "driver/real_library.hpp"
+#include "trace/files.hpp"
 #include "trace/recorder.hpp"
 
 namespace streampool::interpose {
@@ -78,10 +79,11 @@ void append_pool(std::string& out, core::Engine& engine, PoolDirectory& director
   out += '}';
 }
 
-// Writes all of `text` to `path` (created or truncated). False with errno set when any step
-// fails, the final close included: a full disk often shows only there.
-bool write_file(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+// Writes all of `text` to `path` (created or truncated; a regular file only, opened without
+// blocking: a FIFO with no reader must not hold the program at exit). False with *why set when
+// any step fails, the final close included: a full disk often shows only there.
+bool write_file(const std::string& path, const std::string& text, const char** why) {
+  const int fd = trace::open_output_file(path.c_str(), false, why);
   if (fd < 0) return false;
   const char* cursor = text.data();
   std::size_t left = text.size();
@@ -89,15 +91,18 @@ bool write_file(const std::string& path, const std::string& text) {
     const ssize_t written = ::write(fd, cursor, left);
     if (written < 0 && errno == EINTR) continue;
     if (written <= 0) {
-      const int saved = written < 0 ? errno : ENOSPC;
+      *why = std::strerror(written < 0 ? errno : ENOSPC);
       ::close(fd);
-      errno = saved;
       return false;
     }
     cursor += written;
     left -= static_cast<std::size_t>(written);
   }
-  return ::close(fd) == 0;
+  if (::close(fd) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 std::atomic<bool> report_registered{false};
@@ -118,11 +123,12 @@ void write_report_at_exit() {
     }
     const std::string path = trace::expand_path(setting, self);
     const std::string report = stats_json() + '\n';
-    if (!write_file(path, report)) {
-      STREAMPOOL_LOG_WARN("cannot write the STREAMPOOL_STATS report to %s: %s", path.c_str(), std::strerror(errno));
+    // A report asked for and not written is said at any log level but off; the exit status stays.
+    if (const char* why = ""; !write_file(path, report, &why)) {
+      log::notice(log::Level::warn, "cannot write the STREAMPOOL_STATS report to %s: %s", path.c_str(), why);
     }
   } catch (...) {
-    STREAMPOOL_LOG_WARN("STREAMPOOL_STATS report failed");
+    log::notice(log::Level::warn, "cannot write the STREAMPOOL_STATS report to %s: out of memory", setting);
   }
 }
 
