@@ -143,6 +143,9 @@ class CaptureRace : public SafetyTest {
     expect_safe(a, b);
   }
 
+  void capped_pool_dependency_during_begin(CUstreamCaptureMode mode);
+  void marker_held_before_its_record(CUstreamCaptureMode mode);
+
   CUstream c = nullptr;
   CUdeviceptr filler = 0;
   CUmemoryPool capped = nullptr;
@@ -183,10 +186,10 @@ TEST_F(CaptureRace, PollingAMarkerWhileAGlobalCaptureBeginsLeavesTheCaptureValid
 
 // A pool capped so it cannot grow: B's request inserts a dependency on a marker of A. Recorded into
 // A's capture it would be a wait on nothing. Refusing the request is safe; granting it early is not.
-TEST_F(CaptureRace, ACappedPoolsInsertedDependencyIsNotOnAMarkerSwallowedByACapture) {
+void CaptureRace::capped_pool_dependency_during_begin(CUstreamCaptureMode mode) {
   capped = create_pool(device, kChunkBytes);
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, capped, a, kChunkBytes));
-  ASSERT_NO_FATAL_FAILURE(start_capture(a, CU_STREAM_CAPTURE_MODE_RELAXED, false));
+  ASSERT_NO_FATAL_FAILURE(start_capture(a, mode, false));
 
   new_owner.previous = &old_owner;
   new_owner.bytes = old_owner.bytes;
@@ -205,11 +208,19 @@ TEST_F(CaptureRace, ACappedPoolsInsertedDependencyIsNotOnAMarkerSwallowedByACapt
   }
 }
 
+TEST_F(CaptureRace, ACappedPoolsInsertedDependencyIsNotOnAMarkerSwallowedByACapture) {
+  capped_pool_dependency_during_begin(CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+TEST_F(CaptureRace, ACappedPoolsInsertedDependencyDuringAGlobalCaptureLeavesTheCaptureValid) {
+  capped_pool_dependency_during_begin(CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
 // Another stream captures already (so streampool asks the driver about A), the driver answers "not
 // capturing", and the fake driver holds the marker's record back while another thread begins a
 // capture of A: the record must not land in that capture.
-TEST_F(CaptureRace, AMarkerHeldBetweenTheDriversAnswerAndItsRecordDoesNotLandInACapture) {
-  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(c, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+void CaptureRace::marker_held_before_its_record(CUstreamCaptureMode mode) {
+  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(c, mode), CUDA_SUCCESS);
   ASSERT_NO_FATAL_FAILURE(give_up_block(old_owner, pool, a, kChunkBytes));
   set_delay_before("cuEventRecord", kWindowUs);
   const unsigned long long records = fake_calls("cuEventRecord");
@@ -219,7 +230,7 @@ TEST_F(CaptureRace, AMarkerHeldBetweenTheDriversAnswerAndItsRecordDoesNotLandInA
     grown = SP(cuMemAllocFromPoolAsync)(&filler, old_owner.bytes, pool, b);
   });
   wait_for_call("cuEventRecord", records);  // the marker's record has started, not yet acted
-  const CUresult began = SP(cuStreamBeginCapture_v2)(a, CU_STREAM_CAPTURE_MODE_RELAXED);
+  const CUresult began = SP(cuStreamBeginCapture_v2)(a, mode);
   grower.join();
   clear_delays();
   CUgraph graph = nullptr;
@@ -233,6 +244,14 @@ TEST_F(CaptureRace, AMarkerHeldBetweenTheDriversAnswerAndItsRecordDoesNotLandInA
 
   ASSERT_NO_FATAL_FAILURE(take_block(new_owner, old_owner, pool, b));
   expect_safe(a, b);
+}
+
+TEST_F(CaptureRace, AMarkerHeldBetweenTheDriversAnswerAndItsRecordDoesNotLandInACapture) {
+  marker_held_before_its_record(CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
+TEST_F(CaptureRace, AMarkerHeldBeforeItsRecordWhileGlobalCapturesBeginLeavesThemValid) {
+  marker_held_before_its_record(CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 // A capture of A that is simply in progress (counted): B's growth must not record a marker into it.
