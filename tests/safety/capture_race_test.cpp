@@ -15,9 +15,7 @@
 // marker. Violation: B later gets A's block while A's work on it still runs; or the program's
 // cuStreamEndCapture fails because streampool's own call invalidated the capture.
 #include <memory>
-#include <vector>
 
-#include "ownership_ledger.hpp"
 #include "safety_support.hpp"
 
 namespace safety {
@@ -354,90 +352,6 @@ TEST_F(CaptureRace, AnEventRecordNodeAddedThroughTheGenericEntryPointUntracksThe
   SP(cuGraphExecDestroy)(exec);
   SP(cuGraphDestroy)(graph);
   SP(cuEventDestroy_v2)(event);
-}
-
-// The stress: one thread loops over captures of its own stream in every mode (relaxed,
-// thread-local, global), each begun behind a free still pending there and ended at once, while
-// the fake driver holds each begin's windows open a little; the other threads trim the pool and
-// allocate and free chunk-sized blocks across two streams each, so that their allocations keep
-// growing and recording markers on the streams whose frees are pending, the capturing one among them. Every
-// capture must end cleanly, and no block may go to a new owner while an earlier owner's work runs.
-class CaptureStress : public SafetyTest {
- protected:
-  static constexpr auto kDuration = std::chrono::milliseconds(1500);
-  static constexpr int kTakers = 3;
-  static constexpr int kMaxRounds = 400;
-
-  // A block of `stream`'s, handed to the ledger, with `work_us` of work queued on it and freed behind.
-  const Use* use_and_free(CUstream stream, int work_us) {
-    CUdeviceptr block = 0;
-    if (SP(cuMemAllocFromPoolAsync)(&block, kChunkBytes, pool, stream) != CUDA_SUCCESS) {
-      failures.fetch_add(1);
-      return nullptr;
-    }
-    Use* use = ledger.hand_out(block, kChunkBytes, work_us);
-    if (SP(cuLaunchHostFunc)(stream, use_work, use) != CUDA_SUCCESS) failures.fetch_add(1);
-    if (SP(cuMemFreeAsync)(block, stream) != CUDA_SUCCESS) failures.fetch_add(1);
-    return use;
-  }
-  static void wait_for(const Use* use) {
-    while (use != nullptr && !use->done.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-
-  OwnershipLedger ledger;
-  std::atomic<int> failures{0};
-  std::atomic<int> captures_broken{0};
-  std::atomic<int> captures{0};
-};
-
-TEST_F(CaptureStress, CapturesBegunInEveryModeOnAnotherThreadNeverLetABlockGoEarly) {
-  std::vector<CUstream> taker_streams(2 * kTakers);
-  for (CUstream& stream : taker_streams) ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  set_delay_after("cuStreamBeginCapture_v2", 5000);
-  set_delay_before("cuEventRecord", 100);
-  const auto deadline = std::chrono::steady_clock::now() + kDuration;
-  std::atomic<bool> capturing_done{false};
-
-  std::thread capturer([&] {
-    SP(cuCtxSetCurrent)(primary);
-    const CUstreamCaptureMode modes[] = {CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                                         CU_STREAM_CAPTURE_MODE_GLOBAL};
-    for (int round = 0; round < kMaxRounds && std::chrono::steady_clock::now() < deadline; ++round) {
-      const Use* freed = use_and_free(a, 6000 + 1000 * (round % 8));
-      if (SP(cuStreamBeginCapture_v2)(a, modes[round % 3]) != CUDA_SUCCESS) {
-        failures.fetch_add(1);
-      } else {
-        CUgraph graph = nullptr;
-        if (SP(cuStreamEndCapture)(a, &graph) != CUDA_SUCCESS) captures_broken.fetch_add(1);
-        if (graph != nullptr) SP(cuGraphDestroy)(graph);
-        captures.fetch_add(1);
-      }
-      wait_for(freed);
-    }
-    capturing_done.store(true);
-  });
-  std::vector<std::thread> takers;
-  for (int index = 0; index < kTakers; ++index) {
-    takers.emplace_back([&, index] {
-      SP(cuCtxSetCurrent)(primary);
-      for (int round = 0; round < kMaxRounds && !capturing_done.load(); ++round) {
-        CUstream stream = taker_streams[static_cast<std::size_t>(2 * index + round % 2)];
-        // Memory known free goes back, so the allocation grows (and records markers) again.
-        SP(cuMemPoolTrimTo)(pool, 0);
-        wait_for(use_and_free(stream, 200 + 100 * (round % 4)));
-      }
-    });
-  }
-  capturer.join();
-  for (std::thread& taker : takers) taker.join();
-  clear_delays();
-  SP(cuCtxSynchronize)();
-
-  EXPECT_EQ(failures.load(), 0) << "calls that should have succeeded failed";
-  EXPECT_GT(captures.load(), 10);
-  EXPECT_EQ(captures_broken.load(), 0) << "captures that streampool's own calls invalidated";
-  EXPECT_EQ(ledger.violations(), 0) << "times an owner's work overlapped an earlier owner's work on the same memory";
-  for (CUstream stream : taker_streams) SP(cuStreamDestroy_v2)(stream);
 }
 
 }  // namespace
