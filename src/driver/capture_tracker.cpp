@@ -1,6 +1,7 @@
 #include "capture_tracker.hpp"
 
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "driver_table.hpp"
@@ -10,7 +11,9 @@ namespace streampool::driver {
 
 namespace detail {
 std::atomic<long> captures_in_progress{0};
-}
+std::atomic<long> begins_unsettled{0};
+FenceShard fence_shards[kFenceShards];
+}  // namespace detail
 
 namespace {
 
@@ -25,11 +28,45 @@ std::vector<WatchedCapture>* watched = nullptr;  // never destroyed: hooks run d
 
 bool watching() noexcept { return log::enabled(log::Level::debug); }
 
+void lower_captures_in_progress() noexcept {
+  long current = detail::captures_in_progress.load(std::memory_order_seq_cst);
+  while (current > 0 && !detail::captures_in_progress.compare_exchange_weak(current, current - 1,
+                                                                            std::memory_order_seq_cst)) {
+  }
+}
+
+detail::FenceShard& own_shard() noexcept {
+  static std::atomic<unsigned> next_thread{0};
+  thread_local const unsigned index = next_thread.fetch_add(1, std::memory_order_relaxed) % detail::kFenceShards;
+  return detail::fence_shards[index];
+}
+
+bool begin_unsettled() noexcept { return detail::begins_unsettled.load(std::memory_order_seq_cst) != 0; }
+
+bool fences_in_flight() noexcept {
+  for (const detail::FenceShard& shard : detail::fence_shards) {
+    if (shard.in_flight.load(std::memory_order_seq_cst) != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-void capture_began(CUstream stream, bool per_thread_variant) noexcept {
-  detail::captures_in_progress.fetch_add(1, std::memory_order_relaxed);
-  if (!watching()) return;
+void capture_begin_announce() noexcept {
+  // Counted before the real call, so that once this begin settles every fence asks the driver.
+  detail::captures_in_progress.fetch_add(1, std::memory_order_seq_cst);
+  detail::begins_unsettled.fetch_add(1, std::memory_order_seq_cst);
+  // Fences that entered before they could see this begin finish their driver calls; new ones back
+  // out, so this wait is bounded by the calls already under way.
+  for (unsigned spins = 0; fences_in_flight(); ++spins) {
+    if (spins > 64) std::this_thread::yield();
+  }
+}
+
+void capture_begin_settle(bool began, CUstream stream, bool per_thread_variant) noexcept {
+  if (!began) lower_captures_in_progress();
+  detail::begins_unsettled.fetch_sub(1, std::memory_order_seq_cst);
+  if (!began || !watching()) return;
   try {
     std::lock_guard guard(watched_mutex);
     if (watched == nullptr) watched = new std::vector<WatchedCapture>;
@@ -64,14 +101,14 @@ void capture_ended(CUstream stream, bool per_thread_variant) noexcept {
       });
     }
   }
-  long current = detail::captures_in_progress.load(std::memory_order_relaxed);
-  while (current > 0 && !detail::captures_in_progress.compare_exchange_weak(
-                            current, current - 1, std::memory_order_relaxed)) {
-  }
+  lower_captures_in_progress();
 }
 
 void forget_captures() noexcept {
+  // The child has only the forking thread: no begin or fence of the parent's goes on there.
   detail::captures_in_progress.store(0, std::memory_order_relaxed);
+  detail::begins_unsettled.store(0, std::memory_order_relaxed);
+  for (detail::FenceShard& shard : detail::fence_shards) shard.in_flight.store(0, std::memory_order_relaxed);
   watched = nullptr;  // the parent's list is abandoned with its lock
 }
 
@@ -97,5 +134,30 @@ CUresult stream_capturing(CUstream stream, bool per_thread_variant, bool* captur
   *capturing = status != CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
+
+CaptureFence::CaptureFence() noexcept {
+  if (begin_unsettled()) return;  // a begin under way: do not even enter, so it never waits long
+  detail::FenceShard& shard = own_shard();
+  shard.in_flight.fetch_add(1, std::memory_order_seq_cst);
+  // Dekker with capture_begin_announce: this fence entered, then looks; a begin raised its flag,
+  // then looks. Under seq_cst at least one of the two sees the other.
+  if (begin_unsettled()) {
+    shard.in_flight.fetch_sub(1, std::memory_order_seq_cst);
+    return;
+  }
+  shard_ = &shard;
+}
+
+CaptureFence::~CaptureFence() {
+  if (shard_ != nullptr) shard_->in_flight.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+bool CaptureFence::stream_may_capture(CUstream stream, bool per_thread_variant) const noexcept {
+  if (!admitted()) return true;
+  bool capturing = false;
+  return stream_capturing(stream, per_thread_variant, &capturing) != CUDA_SUCCESS || capturing;
+}
+
+bool CaptureFence::any_capture() const noexcept { return !admitted() || captures_possible(); }
 
 }  // namespace streampool::driver

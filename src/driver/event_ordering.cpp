@@ -20,17 +20,6 @@ EventOrdering::MarkerRecord* EventOrdering::record_of(core::Marker marker) noexc
   return reinterpret_cast<EventOrdering::MarkerRecord*>(marker);
 }
 
-namespace {
-
-// A stream that is capturing must not see streampool's events.
-bool capturing(CUstream stream) noexcept {
-  bool active = false;
-  CUresult result = stream_capturing(stream, false, &active);
-  return result != CUDA_SUCCESS || active;
-}
-
-}  // namespace
-
 core::Status status_from(CUresult result) noexcept {
   switch (result) {
     case CUDA_SUCCESS:
@@ -97,11 +86,16 @@ core::Status EventOrdering::take(CUcontext context, MarkerRecord** record) {
   }
 }
 
+// Record, query and wait each run in a CaptureFence (capture_tracker.hpp): a stream that is or may
+// be capturing must not see streampool's events (a record there executes nothing, and the marker
+// would read complete while the stream's work still runs), and no capture can begin between the
+// check and the call.
 core::Status EventOrdering::record(core::StreamKey stream, core::Marker* marker) {
   StreamTarget target;
   core::Status status = target_of_key(stream, &target);
   if (!core::ok(status)) return status;
-  if (capturing(target.stream)) return core::Status::not_supported;
+  const CaptureFence fence;
+  if (fence.stream_may_capture(target.stream, false)) return core::Status::not_supported;
   const DriverTable& table = real();
   if (table.cuEventRecord == nullptr) return status_from(missing_entry_result());
   MarkerRecord* taken = nullptr;
@@ -125,8 +119,9 @@ core::Status EventOrdering::query(core::Marker marker) {
   if (record == nullptr) return core::Status::invalid_value;
   if (record->context_gone.load(std::memory_order_acquire)) return core::Status::success;
   // Measured on driver 580: any cuEventQuery while a global-mode capture is in progress, on any
-  // thread, invalidates that capture. The answer waits until no capture is going on.
-  if (captures_possible()) return core::Status::not_ready;
+  // thread, invalidates that capture. The answer waits until no capture is going on or beginning.
+  const CaptureFence fence;
+  if (fence.any_capture()) return core::Status::not_ready;
   const DriverTable& table = real();
   if (table.cuEventQuery == nullptr) return status_from(missing_entry_result());
   return status_from(table.cuEventQuery(record->event));
@@ -139,7 +134,8 @@ core::Status EventOrdering::wait(core::StreamKey waiter, core::Marker marker) {
   StreamTarget target;
   core::Status status = target_of_key(waiter, &target);
   if (!core::ok(status)) return status;
-  if (capturing(target.stream)) return core::Status::not_supported;
+  const CaptureFence fence;
+  if (fence.stream_may_capture(target.stream, false)) return core::Status::not_supported;
   const DriverTable& table = real();
   if (table.cuStreamWaitEvent == nullptr) return status_from(missing_entry_result());
   ScopedContext scope(target.context);

@@ -167,14 +167,19 @@ CUresult register_created_stream(CUstream stream, StreamEntry* entry) noexcept {
   if (table.cuStreamGetFlags == nullptr) return missing_entry_result();
   // Measured on driver 580: cuStreamGetFlags of a capturing stream fails and invalidates the
   // capture. Streams created through the hooks are registered with their flags at creation; one
-  // first seen while it captures cannot be named until the capture ends.
-  bool capturing = false;
-  CUresult result = stream_capturing(stream, false, &capturing);
-  if (result != CUDA_SUCCESS) return result;
-  if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  // first seen while it captures (or while a capture begins anywhere: the fence keeps a begin out
+  // of the query) cannot be named until the capture ends.
   unsigned flags = 0;
-  result = table.cuStreamGetFlags(stream, &flags);
-  if (result != CUDA_SUCCESS) return result;
+  {
+    const CaptureFence fence;
+    if (!fence.admitted()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    bool capturing = false;
+    CUresult result = stream_capturing(stream, false, &capturing);
+    if (result != CUDA_SUCCESS) return result;
+    if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    result = table.cuStreamGetFlags(stream, &flags);
+    if (result != CUDA_SUCCESS) return result;
+  }
   return register_stream_entry(stream, flags, entry);
 }
 

@@ -41,17 +41,6 @@ CUresult add_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependenci
   return CUDA_SUCCESS;
 }
 
-CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count, CUevent event,
-                        GraphNodeKind kind) {
-  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
-  GraphNode node;
-  node.kind = kind;
-  node.type = kind == GraphNodeKind::event_record ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT;
-  node.event = find_event(event);
-  if (!node.event) return CUDA_ERROR_INVALID_HANDLE;
-  return add_node(out, graph, dependencies, count, std::move(node));
-}
-
 CUresult add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count,
                        const CUDA_HOST_NODE_PARAMS* params) {
   if (params == nullptr || params->fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -157,6 +146,18 @@ CUresult upload(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
 }
 
 }  // namespace
+
+CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count, CUevent event,
+                        GraphNodeKind kind) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  GraphNode node;
+  node.kind = kind;
+  node.type = kind == GraphNodeKind::event_record ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+  node.event = find_event(event);
+  if (!node.event) return CUDA_ERROR_INVALID_HANDLE;
+  return add_node(out, graph, dependencies, count, std::move(node));
+}
+
 }  // namespace fake
 
 using namespace fake;

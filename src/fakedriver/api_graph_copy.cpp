@@ -1,5 +1,5 @@
 // Entry points: copy and memset nodes of graphs built by hand (linear memory only: the fake has no
-// arrays), the generic cuGraphAddNode for those and empty nodes, and walking a graph's nodes. A copy or memset node is work the launch stream's worker runs
+// arrays), the generic cuGraphAddNode for those, empty and event nodes, and walking a graph's nodes. A copy or memset node is work the launch stream's worker runs
 // in the node's turn, like the synchronous copy it describes.
 #include <cstring>
 
@@ -90,7 +90,7 @@ CUresult add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dep
   });
 }
 
-// The generic form, for the node kinds of this file and empty nodes.
+// The generic form, for the node kinds of this file, empty nodes and event-record and event-wait nodes.
 CUresult add_generic_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies,
                           const CUgraphEdgeData* edges, std::size_t count, CUgraphNodeParams* params) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
@@ -111,6 +111,10 @@ CUresult add_generic_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* de
     }
     case CU_GRAPH_NODE_TYPE_EMPTY:
       return add_work_node(out, graph, dependencies, count, CU_GRAPH_NODE_TYPE_EMPTY, [] {});
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+      return add_event_node(out, graph, dependencies, count, params->eventRecord.event, GraphNodeKind::event_record);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+      return add_event_node(out, graph, dependencies, count, params->eventWait.event, GraphNodeKind::event_wait);
     default:
       return CUDA_ERROR_NOT_SUPPORTED;
   }

@@ -53,6 +53,9 @@ bool destroy_graph(CUgraph handle);
 // Adds a node after `dependencies` (all nodes of `handle`); its handle, or nullptr for an unknown
 // graph or dependency.
 CUgraphNode add_graph_node(CUgraph handle, const CUgraphNode* dependencies, std::size_t count, GraphNode node);
+// An event-record or event-wait node of `event` (api_graph.cpp; also the generic cuGraphAddNode's).
+CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, std::size_t count,
+                        CUevent event, GraphNodeKind kind);
 // Instantiates a live graph; nullptr if `handle` is not one.
 CUgraphExec instantiate_graph(CUgraph handle);
 bool destroy_graph_exec(CUgraphExec handle);

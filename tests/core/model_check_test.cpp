@@ -84,6 +84,7 @@ TEST(ModelCheck, RandomProgramsNeverOverlapLiveMemoryAndKeepExactStatistics) {
         {coverage.syncs_proving_reuse, "host sync of a stream whose block needed an inserted wait"},
         {coverage.inserted_waits, "inserted waits"},
         {coverage.refused_markers, "marker records or waits the driver refused"},
+        {coverage.capture_refusals, "marker calls refused during a capture"},
         {coverage.out_of_memory, "out of memory"},
         {coverage.parked_commits, "commits after other steps"},
         {coverage.parked_driver_calls, "driver calls after other steps"},

@@ -46,13 +46,13 @@ class Stress : public SafetyTest {
   }
 
   // The old owner's part: allocates a block on `stream`, queues work on it and frees it behind.
-  Use* give_up(CUstream stream, CUmemoryPool from, int work_us) {
+  Use* give_up(CUstream stream, CUmemoryPool from, int work_us, std::size_t bytes = kStressBlockBytes) {
     CUdeviceptr block = 0;
-    if (SP(cuMemAllocFromPoolAsync)(&block, kStressBlockBytes, from, stream) != CUDA_SUCCESS) {
+    if (SP(cuMemAllocFromPoolAsync)(&block, bytes, from, stream) != CUDA_SUCCESS) {
       failures.fetch_add(1);
       return nullptr;
     }
-    Use* use = ledger.hand_out(block, kStressBlockBytes, work_us);
+    Use* use = ledger.hand_out(block, bytes, work_us);
     if (SP(cuLaunchHostFunc)(stream, use_work, use) != CUDA_SUCCESS) failures.fetch_add(1);
     if (SP(cuMemFreeAsync)(block, stream) != CUDA_SUCCESS) failures.fetch_add(1);
     return use;
@@ -384,6 +384,65 @@ TEST_F(Stress, StreamsOfAnotherContextCreatedWhileOthersAreDestroyedNeverTakeABl
   for (CUstream stream : taking) SP(cuStreamDestroy_v2)(stream);
   SP(cuCtxDestroy_v2)(created);
   SP(cuCtxSetCurrent)(primary);
+}
+
+// Class 9 (capture_race_test.cpp): one thread loops over captures of its own stream in every mode
+// (relaxed, thread-local, global), each begun behind a free still pending there and ended at once,
+// the fake driver holding each begin's window open a little; the other threads trim the pool and
+// allocate and free chunk-sized blocks across two streams each, so that their allocations keep
+// growing and recording markers on the streams whose frees are pending, the capturing one among
+// them. Every capture must end cleanly.
+TEST_F(Stress, CapturesBegunInEveryModeOnAnotherThreadNeverLetABlockGoEarly) {
+  constexpr std::size_t kChunkBytes = std::size_t{32} << 20;  // every allocation that cannot reuse grows
+  constexpr int kMaxRounds = 400;
+  std::vector<CUstream> taker_streams(2 * (kThreads - 1));
+  for (CUstream& stream : taker_streams) ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  set_delay_after("cuStreamBeginCapture_v2", 5000);
+  set_delay_before("cuEventRecord", 100);
+  const auto deadline = std::chrono::steady_clock::now() + kStressDuration;
+  std::atomic<bool> capturing_done{false};
+  std::atomic<int> captures{0};
+  std::atomic<int> captures_broken{0};
+
+  std::thread capturer([&] {
+    SP(cuCtxSetCurrent)(primary);
+    const CUstreamCaptureMode modes[] = {CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                         CU_STREAM_CAPTURE_MODE_GLOBAL};
+    for (int round = 0; round < kMaxRounds && std::chrono::steady_clock::now() < deadline; ++round) {
+      const Use* freed = give_up(a, pool, 6000 + 1000 * (round % 8), kChunkBytes);
+      if (SP(cuStreamBeginCapture_v2)(a, modes[round % 3]) != CUDA_SUCCESS) {
+        failures.fetch_add(1);
+      } else {
+        CUgraph graph = nullptr;
+        if (SP(cuStreamEndCapture)(a, &graph) != CUDA_SUCCESS) captures_broken.fetch_add(1);
+        if (graph != nullptr) SP(cuGraphDestroy)(graph);
+        captures.fetch_add(1);
+      }
+      wait_for({freed});
+    }
+    capturing_done.store(true);
+  });
+  std::vector<std::thread> takers;
+  for (int index = 0; index < kThreads - 1; ++index) {
+    takers.emplace_back([&, index] {
+      SP(cuCtxSetCurrent)(primary);
+      for (int round = 0; round < kMaxRounds && !capturing_done.load(); ++round) {
+        CUstream stream = taker_streams[static_cast<std::size_t>(2 * index + round % 2)];
+        // Memory known free goes back, so the allocation grows (and records markers) again.
+        SP(cuMemPoolTrimTo)(pool, 0);
+        wait_for({give_up(stream, pool, 200 + 100 * (round % 4), kChunkBytes)});
+      }
+    });
+  }
+  capturer.join();
+  for (std::thread& taker : takers) taker.join();
+  clear_delays();
+  SP(cuCtxSynchronize)();
+
+  expect_no_violation();
+  EXPECT_GT(captures.load(), 10);
+  EXPECT_EQ(captures_broken.load(), 0) << "captures that streampool's own calls invalidated";
+  for (CUstream stream : taker_streams) SP(cuStreamDestroy_v2)(stream);
 }
 
 }  // namespace

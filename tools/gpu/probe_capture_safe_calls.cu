@@ -51,6 +51,10 @@ int main() {
          CUmemGenericAllocationHandle h; CUresult r = cuMemCreate(&h, 2 << 20, &p, 0); if (r == CUDA_SUCCESS) cuMemRelease(h); return r; }},
       {"cuPointerGetAttribute", [&] { CUdeviceptr p = 0; cuMemAlloc(&p, 0); int t; return cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p); }},
       {"cuMemGetInfo", [&] { size_t f, t; return cuMemGetInfo(&f, &t); }},
+      // The chunks of pools VMM cannot serve (managed memory, pinned host memory without VMM):
+      // streampool's own calls when such a pool grows while another thread captures.
+      {"cuMemAllocManaged+cuMemFree", [&] { CUdeviceptr m = 0; CUresult r = cuMemAllocManaged(&m, 2 << 20, CU_MEM_ATTACH_GLOBAL); if (r == CUDA_SUCCESS) cuMemFree(m); return r; }},
+      {"cuMemHostAlloc+cuMemFreeHost", [&] { void* h = nullptr; CUresult r = cuMemHostAlloc(&h, 2 << 20, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP); if (r == CUDA_SUCCESS) cuMemFreeHost(h); return r; }},
       {"mincore", [&] { unsigned char v; mincore(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(s) & ~uintptr_t(4095)), 4096, &v); return CUDA_SUCCESS; }},
   };
   for (const Probe& probe : probes) {

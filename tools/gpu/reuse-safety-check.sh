@@ -56,6 +56,9 @@ compare() {
 compare safety-cases "$work/safety_cases"
 compare capture-fork-join "$work/capture_fork_join"
 compare capture-fork-join-alloc "$work/capture_fork_join" --alloc
+# Captures begun on one thread while another allocates, in every mode (its own script builds it).
+"$repo/tools/gpu/capture_race.sh" "$build" "$work/capture-race" >>"$log" 2>&1 || overall=1
+tail -n 1 "$log"
 
 if [[ -n $baseline ]]; then
   # Before: the earlier tree's libstreampool.so under the same benchmark binaries; after: this

@@ -25,11 +25,6 @@ namespace streampool::interpose {
 
 namespace {
 
-bool capturing(CUstream stream, bool per_thread) noexcept {
-  bool active = false;
-  return driver::stream_capturing(stream, per_thread, &active) != CUDA_SUCCESS || active;
-}
-
 template <class RealCall>
 CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread, RealCall real_call) noexcept {
   count_call(hook);
@@ -39,8 +34,10 @@ CUresult record_event(Hook hook, CUevent event, CUstream stream, bool per_thread
   const CUresult resolved = find_route(stream, per_thread, &route);
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;  // the driver would crash on it
   // A record streampool cannot place in a stream's order (no route, or into a capture) still
-  // happens, and leaves the event proving nothing.
-  const bool tracked = resolved == CUDA_SUCCESS && !capturing(stream, per_thread);
+  // happens, and leaves the event proving nothing. The fence keeps a capture from beginning on
+  // another thread between the check and the real record.
+  const driver::CaptureFence fence;
+  const bool tracked = resolved == CUDA_SUCCESS && !fence.stream_may_capture(stream, per_thread);
   const core::StreamKey key = tracked ? route->key : 0;
   CUresult result = CUDA_SUCCESS;
   bool called = false;
@@ -76,12 +73,13 @@ CUresult wait_event(Hook hook, CUstream stream, CUevent event, bool per_thread, 
   const core::StreamKey waiter = route->key;  // the entry may move later
   CUresult result = CUDA_SUCCESS;
   bool called = false;
+  const driver::CaptureFence fence;  // no capture of the waiter begins between the wait and the check
   try {
     engine().wait_event(waiter, event_key(event), [&] {
       result = real_call();
       called = true;
       // The waiter joins a capture by this very wait: then it orders graph nodes, not the stream.
-      return result == CUDA_SUCCESS && !capturing(stream, per_thread);
+      return result == CUDA_SUCCESS && !fence.stream_may_capture(stream, per_thread);
     });
   } catch (...) {
     if (!called) result = real_call();

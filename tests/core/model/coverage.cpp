@@ -18,6 +18,8 @@ constexpr std::pair<std::size_t Coverage::*, const char*> kCounters[] = {
     {&Coverage::inserted_waits, "inserted waits"},
     {&Coverage::markers, "markers"},
     {&Coverage::refused_markers, "refused marker records/waits"},
+    {&Coverage::capture_changes, "captures begun or ended"},
+    {&Coverage::capture_refusals, "marker calls refused during a capture"},
     {&Coverage::parked_commits, "delayed commits"},
     {&Coverage::parked_driver_calls, "delayed driver calls"},
     {&Coverage::event_tickets_overtaken, "event tickets overtaken by a record"},

@@ -49,6 +49,10 @@ core::Status ModelOrdering::record(core::StreamKey stream, core::Marker* marker)
   core::Status status = core::Status::success;
   const int instance = live_instance(stream, "record", &status);
   if (instance < 0) return status;
+  if (capturing(stream)) {
+    ++capture_refusals_;
+    return core::Status::not_supported;
+  }
   if (refuse_this_call()) return core::Status::out_of_memory;
   markers_.push_back(MarkerOp{gpu_.issue(instance), true});
   *marker = markers_.size();
@@ -71,6 +75,10 @@ const ModelOrdering::MarkerOp* ModelOrdering::find(core::Marker marker, const ch
 core::Status ModelOrdering::query(core::Marker marker) {
   const MarkerOp* found = find(marker, "query");
   if (found == nullptr) return core::Status::invalid_value;
+  if (!capturing_.empty()) {
+    ++capture_refusals_;
+    return core::Status::not_ready;
+  }
   return gpu_.is_complete(found->op) ? core::Status::success : core::Status::not_ready;
 }
 
@@ -80,6 +88,10 @@ core::Status ModelOrdering::wait(core::StreamKey waiter, core::Marker marker) {
   core::Status status = core::Status::success;
   const int instance = live_instance(waiter, "wait", &status);
   if (instance < 0) return status;
+  if (capturing(waiter)) {
+    ++capture_refusals_;
+    return core::Status::not_supported;
+  }
   if (refuse_this_call()) return core::Status::out_of_memory;
   const OpRef marker_op = found->op;
   const VectorClock after = gpu_.clock_of(marker_op);

@@ -8,7 +8,9 @@
 // recycle  the marker may not be used again;
 // stream_group  the stream's context, as the GpuModel has it.
 // The driver may refuse a record or a wait (fail_one_in): the call then puts nothing on the
-// stream, and the engine must cope. A key whose stream ended where the engine could not see it
+// stream, and the engine must cope. A stream may be capturing (set_capturing): as EventOrdering
+// does, a record or wait on it answers not_supported and puts nothing on the stream, and while any
+// stream captures every query answers not_ready (the real query could invalidate a global capture). A key whose stream ended where the engine could not see it
 // (forget_unseen) is answered as the driver answers a stale handle: an error, and no contract
 // breach, since the engine had no way to know.
 // Calls that break the contract (a marker used after recycling, a record or wait on a key no
@@ -57,6 +59,18 @@ class ModelOrdering final : public core::Ordering {
   // contract breaches, until the key is opened again (remember).
   void forget_unseen(core::StreamKey key) { unseen_ended_.insert(key); }
   void remember(core::StreamKey key) { unseen_ended_.erase(key); }
+  // The stream enters (true) or leaves a capture.
+  void set_capturing(core::StreamKey key, bool capturing) {
+    if (capturing) {
+      capturing_.insert(key);
+    } else {
+      capturing_.erase(key);
+    }
+  }
+  bool capturing(core::StreamKey key) const { return capturing_.count(key) != 0; }
+  bool any_capture() const { return !capturing_.empty(); }
+  void end_captures() { capturing_.clear(); }
+  std::size_t capture_refusals() const { return capture_refusals_; }
 
   std::size_t contract_errors() const { return errors_; }
   const std::string& last_error() const { return last_error_; }
@@ -80,6 +94,8 @@ class ModelOrdering final : public core::Ordering {
   std::vector<MarkerOp> markers_;  // marker value = index + 1
   std::vector<InsertedWait> waits_;
   std::set<core::StreamKey> unseen_ended_;
+  std::set<core::StreamKey> capturing_;
+  std::size_t capture_refusals_ = 0;
   std::uint64_t fail_seed_ = 0;
   std::uint64_t fail_one_in_ = 0;
   std::uint64_t calls_ = 0;

@@ -156,6 +156,7 @@ void Program::set_up() {
 }
 
 void Program::step() {
+  capture_step();
   const std::size_t r = pick(1000);
   if (r < 230) {
     alloc_step();
@@ -196,6 +197,7 @@ void Program::step() {
 // driver: often one about the same event (it blocks on the event's lock until the paused call
 // resumes), else anything that does not end what the paused call uses.
 void Program::interleaved_step() {
+  capture_step();
   if (paused_event_ != 0 && chance(60)) {
     const std::size_t index = (paused_event_ - event_key(paused_context_, 0)) / 0x10;
     for (std::size_t parked = 0; parked < parked_.size(); ++parked) {
@@ -301,6 +303,7 @@ void Program::tear_down() {
   while (!live_.empty() && !failed()) free_block(live_.size() - 1, random_stream());
   for (HostCall& call : parked_) finish_call(call);
   parked_.clear();
+  ordering_.end_captures();
   device_synchronize("tear-down");
   for (PoolModel& pool : pools_) engine_->trim_to(pool.pool, 0);
   check_invariants();
@@ -313,6 +316,7 @@ void Program::tear_down() {
   coverage_.inserted_waits += ordering_.waits().size();
   coverage_.markers += ordering_.records();
   coverage_.refused_markers += ordering_.refused();
+  coverage_.capture_refusals += ordering_.capture_refusals();
   for (const PoolModel& pool : pools_) {
     const UnitCounts units = pool.backing->unit_counts();
     coverage_.medium_unit_maps += units.medium_maps;

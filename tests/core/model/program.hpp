@@ -14,6 +14,11 @@
 //               new one come under its handle (event_created);
 //   pools       three, with random caps, flags and release thresholds; sizes in every mapping
 //               unit regime (large ones in a few programs);
+//   captures    a stream enters or leaves a capture (any mode, begun or ended by any worker, also
+//               while another worker's record or wait is paused): the ordering then refuses the
+//               engine's markers on it, and every marker query while any capture runs; the
+//               program's own work on it goes on as before (the interposer would hand it to
+//               the driver; what is checked is that the engine copes with the refusals);
 //   host calls  synchronize / query of a stream or event, context synchronize, device
 //               synchronize, each in three phases (ticket, driver call, commit) that other steps
 //               may separate; cuMemFree (a context synchronize, then free_completed).
@@ -158,6 +163,7 @@ class Program {
   void wait_step(core::EventKey event, bool may_pause, int waiter = -1);
   void handoff_step();
   void untracked_record_step(std::size_t context, std::size_t index);
+  void capture_step();
   void graph_launch_step();
   bool record_driver(core::EventKey event, int instance, bool may_pause);
   bool wait_driver(int waiter, core::EventKey event, bool may_pause);
@@ -191,6 +197,9 @@ class Program {
 
   const std::uint64_t seed_;
   std::mt19937_64 rng_;
+  // Captures draw from a generator of their own, so that the rest of a seed's program stays the
+  // one it was before captures were modelled.
+  std::mt19937_64 capture_rng_{seed_ ^ 0xC0FFEE};
   StepWorkers& workers_;
   const ProgramOptions options_;
 

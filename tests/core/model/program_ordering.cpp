@@ -400,4 +400,31 @@ void Program::synchronize_for(int instance, const char* why) {
   note("  synchronize context 0x%" PRIxPTR " (%s)", group, why);
 }
 
+// Before each step, now and then: a stream the calling worker may name enters a capture (the
+// legacy stream cannot capture), or every capture ends; captures last a few steps.
+void Program::capture_step() {
+  if (ordering_.any_capture() && capture_rng_() % 100 < 15) {
+    ordering_.end_captures();
+    ++coverage_.capture_changes;
+    note("every capture ends");
+    return;
+  }
+  if (capture_rng_() % 100 >= 2) return;
+  std::vector<int> candidates;
+  for (std::size_t context = 0; context < kContexts; ++context) {
+    if (!contexts_[context].live) continue;
+    for (std::size_t index = 0; index < kCreatedStreams; ++index) {
+      candidates.push_back(gpu_.instance(key_of(StreamSlot{context, Role::created, index})));
+    }
+    candidates.push_back(gpu_.instance(key_of(StreamSlot{context, Role::per_thread, StepWorkers::current() % kWorkers})));
+  }
+  std::erase_if(candidates, [](int instance) { return instance < 0; });
+  if (candidates.empty()) return;
+  const int instance = candidates[capture_rng_() % candidates.size()];
+  if (ordering_.capturing(gpu_.key(instance))) return;
+  ordering_.set_capturing(gpu_.key(instance), true);
+  ++coverage_.capture_changes;
+  note("%s begins a capture", stream_name(instance).c_str());
+}
+
 }  // namespace streampool::testing::model

@@ -27,6 +27,8 @@ struct Coverage {
   std::size_t inserted_waits = 0;
   std::size_t markers = 0;
   std::size_t refused_markers = 0;       // records and waits of the engine's the driver refused
+  std::size_t capture_changes = 0;       // a stream entering or leaving a capture
+  std::size_t capture_refusals = 0;      // marker records, waits, queries refused for a capture
   std::size_t parked_commits = 0;        // tickets committed after other steps ran in between
   std::size_t parked_driver_calls = 0;   // real calls made after other steps ran since the ticket
   std::size_t event_tickets_overtaken = 0;  // an event recorded again between ticket and commit

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The capture race cases (tools/gpu/capture_race.cu) in every capture mode: built with nvcc, run on
+# NVIDIA's driver alone and under LD_PRELOAD=libstreampool.so, outputs compared; or, with --fake,
+# run under streampool over the CPU-only fake driver, its windows held open by the fake's delays.
+#
+#   tools/gpu/capture_race.sh BUILD_DIR [OUT_DIR] [--fake] [ROUNDS]
+#
+# Prints the program's lines and "PASS capture-race" / "FAIL capture-race". Exit status 0 only on PASS:
+# both runs succeed, print the same lines, and no line reports a violation or a failed end.
+set -u
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$(cd "$1" && pwd)
+out=$(mkdir -p "${2:-$build/capture-race}" && cd "${2:-$build/capture-race}" && pwd)
+fake=0
+[[ ${3:-} == --fake ]] && fake=1
+rounds=${4:-100}
+preload=$build/interpose/libstreampool.so
+nvcc=${NVCC:-nvcc}
+command -v "$nvcc" >/dev/null || nvcc=/usr/local/cuda/bin/nvcc
+"$nvcc" -arch=sm_90 -std=c++20 -O2 -o "$out/capture_race" "$repo/tools/gpu/capture_race.cu" \
+  -L/usr/local/cuda/lib64/stubs -lcuda >"$out/build.log" 2>&1 || { echo "FAIL build capture_race"; exit 1; }
+
+clean() { ! grep -Eq 'violations=[1-9]|end_failures=[1-9]' "$1"; }
+if [[ $fake -eq 1 ]]; then
+  LD_PRELOAD=$preload STREAMPOOL_LIBCUDA=$build/fakecuda/libcuda.so.1 \
+    STREAMPOOL_FAKE_DELAY="cuStreamBeginCapture_v2:0:2000" timeout 300 "$out/capture_race" "$rounds" >"$out/fake.out"
+  rc=$?
+  cat "$out/fake.out"
+  if [[ $rc -eq 0 ]] && clean "$out/fake.out"; then echo "PASS capture-race (fake driver)"; exit 0; fi
+  echo "FAIL capture-race (fake driver, exit $rc)"
+  exit 1
+fi
+timeout 300 env -u LD_PRELOAD "$out/capture_race" "$rounds" >"$out/driver.out" 2>"$out/driver.err"
+driver_rc=$?
+timeout 300 env LD_PRELOAD="$preload" "$out/capture_race" "$rounds" >"$out/streampool.out" 2>"$out/streampool.err"
+streampool_rc=$?
+paste -d '|' "$out/driver.out" "$out/streampool.out" | sed 's/|/   <->   /'
+if [[ $driver_rc -eq 0 && $streampool_rc -eq 0 ]] && cmp -s "$out/driver.out" "$out/streampool.out" &&
+  clean "$out/driver.out" && clean "$out/streampool.out"; then
+  echo "PASS capture-race"
+  exit 0
+fi
+echo "FAIL capture-race (exit $driver_rc / $streampool_rc)"
+exit 1
