@@ -79,6 +79,17 @@ std::string trace_file(const std::string& blocks) {
   return std::string(reinterpret_cast<const char*>(&header), sizeof header) + blocks;
 }
 
+// `replay PATH --granule 4096` fails, naming the allocation of `bytes` at `offset`.
+void expect_beyond_the_replay(const std::string& path, const std::string& bytes, int offset) {
+  const CommandRun run = run_command({"replay", path, "--granule", "4096"});
+
+  EXPECT_EQ(run.exit_status, 1);
+  EXPECT_EQ(run.standard_error, "streampool: " + path + ": alloc of " + bytes + " bytes at offset " +
+                                    std::to_string(offset) +
+                                    " is more than the replay can represent"
+                                    " (33554432 granules of 4096 bytes in all)\n");
+}
+
 TEST(HostileInput, AReportOfAHundredThousandOpenBracketsStopsAtTheNestingLimit) {
   const std::string path = temporary("brackets") + ".json";
   write_file(path, std::string(100000, '['));
@@ -132,12 +143,7 @@ TEST(HostileInput, AFifoIsRefusedWithoutWaitingForAWriter) {
 TEST(HostileInput, AWellFormedTraceWithOne64TiBAllocationIsMoreThanTheReplayCanRepresent) {
   const std::string path = kData + "/alloc_64tib.trace";  // 99 bytes: a header, one block, one alloc
 
-  const CommandRun run = run_command({"replay", path, "--granule", "4096"});
-
-  EXPECT_EQ(run.exit_status, 1);
-  EXPECT_EQ(run.standard_error, "streampool: " + path +
-                                    ": alloc of 70368744177664 bytes at offset 80 is more than the replay can "
-                                    "represent (33554432 granules of 4096 bytes in all)\n");
+  expect_beyond_the_replay(path, "70368744177664", 80);
 }
 
 TEST(HostileInput, ATraceWithOneBitFlippedIsMoreThanTheReplayCanRepresent) {
@@ -145,12 +151,7 @@ TEST(HostileInput, ATraceWithOneBitFlippedIsMoreThanTheReplayCanRepresent) {
   // size grows by 2^48.
   const std::string path = kData + "/bitflip.trace";
 
-  const CommandRun run = run_command({"replay", path, "--granule", "4096"});
-
-  EXPECT_EQ(run.exit_status, 1);
-  EXPECT_EQ(run.standard_error, "streampool: " + path +
-                                    ": alloc of 279623476707328 bytes at offset 132 is more than the replay can "
-                                    "represent (33554432 granules of 4096 bytes in all)\n");
+  expect_beyond_the_replay(path, "279623476707328", 132);
 }
 
 TEST(HostileInput, TheTraceBeforeTheBitFlipReplaysAtTheSameGranule) {
