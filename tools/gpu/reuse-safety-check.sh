@@ -60,6 +60,34 @@ compare capture-fork-join-alloc "$work/capture_fork_join" --alloc
 "$repo/tools/gpu/capture_race.sh" "$build" "$work/capture-race" >>"$log" 2>&1 || overall=1
 tail -n 1 "$log"
 
+# What an importer of one block reaches around it, and whether its free waits for its stream: a
+# measurement on both (NVIDIA's pool exposes more than the block; the outputs differ by design), and
+# under streampool a check: no probe reads another allocation's pattern, and the free case's copy is
+# intact and its stream ends without a fault.
+ipc_out=$out/ipc-confinement.log
+if "$nvcc" -arch=sm_90 -std=c++17 -O2 -o "$work/ipc_confinement" "$repo/tools/gpu/ipc_confinement.cu" \
+  -L/usr/local/cuda/lib64/stubs -lcuda >>"$log" 2>&1; then
+  {
+    echo "=== ipc_confinement: NVIDIA's pool alone"
+    (cd "$work" && timeout 180 env -u LD_PRELOAD ./ipc_confinement 2>&1)
+    echo "exit $?"
+    echo "=== ipc_confinement: under streampool"
+    (cd "$work" && timeout 180 env LD_PRELOAD="$preload" ./ipc_confinement 2>&1)
+    echo "exit $?"
+  } >"$ipc_out"
+  under=$(sed -n '/under streampool/,$p' "$ipc_out")
+  if grep -q '^probe' <<<"$under" && ! grep -Eq '^probe .* value=(s|n|f) ' <<<"$under" &&
+    grep -q '^free .*copy_intact=1' <<<"$under" && ! grep -q 'child_failed' <<<"$under"; then
+    echo "PASS ipc-confinement" | tee -a "$log"
+  else
+    echo "FAIL ipc-confinement (see ipc-confinement.log)" | tee -a "$log"
+    overall=1
+  fi
+else
+  echo "FAIL build ipc_confinement" | tee -a "$log"
+  overall=1
+fi
+
 if [[ -n $baseline ]]; then
   # Before: the earlier tree's libstreampool.so under the same benchmark binaries; after: this
   # tree's, plain and with STREAMPOOL_STRICT_REUSE=1.
