@@ -160,7 +160,7 @@ class Ipc : public SafetyTest {
   }
 };
 
-// The brief's case: p, then s right after it (in one granule, where blocks are packed 512 bytes apart).
+// The reported case: p, then s right after it (in one granule, where blocks are packed 512 bytes apart).
 TEST_F(Ipc, AnImporterSeesNothingOfTheNeighbourAfterTheBlock) {
   CUmemoryPool shared = create_exportable_pool();
   const CUdeviceptr p = allocate_filled(shared, kMiB, kExportedFill);
