@@ -26,6 +26,7 @@ enum ImportFlags : int {
   kImportTwice = 1,         // import each pointer a second time while the first is live
   kCrashAfterImport = 2,    // abort() once everything is imported, freeing nothing
   kWrongHandleType = 4,     // also try the import with a handle type other than POSIX fd
+  kFreeBlocking = 8,        // free with cuMemFree instead of cuMemFreeAsync
 };
 
 struct Order {
@@ -51,6 +52,7 @@ struct Report {
   unsigned long long mapped_after_refusals = 0;  // the fake's mapped bytes after every refused import
   unsigned long long mapped_at_start = 0;
   unsigned long long physical_imports = 0;  // the fake's cuMemImportFromShareableHandle calls
+  unsigned long long mapped_after_free = 0;  // the fake's mapped bytes once every import is freed
 };
 
 unsigned long long fake_mapped_bytes() {
@@ -373,6 +375,23 @@ TEST_F(IpcHooks, DataOfAnAllocationFreedWithCuMemFreeIsRefusedEvenWhenItsAddress
   release(fd, pool, {next_owner});
 }
 
+// cuMemFree of an imported pointer waits for the importer's context, then gives its mapping back:
+// an importer that imports and frees for days holds no more than it holds at once.
+TEST_F(IpcHooks, AnImportedPointerFreedWithCuMemFreeIsUnmapped) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x17);
+  const CUmemPoolPtrExportData data = export_pointer(pointer);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {data}, {0x17}, kFreeBlocking);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_GT(report.mapped_after_refusals, report.mapped_at_start);
+  EXPECT_EQ(report.mapped_after_free, report.mapped_at_start);
+  release(fd, pool, {pointer});
+}
+
 // The tag is 128 bits, and every one of them counts: a change in its second half is refused too.
 TEST_F(IpcHooks, ExportDataWithTheTagsSecondHalfAlteredIsRefused) {
   CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
@@ -546,9 +565,12 @@ void import_everything(int socket) {
     report.physical_imports = hooks_test::fake_calls("cuMemImportFromShareableHandle");
     if (order.flags & kCrashAfterImport) std::abort();
     for (int i = 0; i < order.count; ++i) {
-      if (report.import_pointer[i] == CUDA_SUCCESS) report.free_pointer[i] = SP(cuMemFreeAsync)(imported[i], stream);
+      if (report.import_pointer[i] != CUDA_SUCCESS) continue;
+      report.free_pointer[i] = (order.flags & kFreeBlocking) ? SP(cuMemFree_v2)(imported[i])
+                                                             : SP(cuMemFreeAsync)(imported[i], stream);
     }
     EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    report.mapped_after_free = fake_mapped_bytes();
     EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
   }
   ASSERT_TRUE(send_with_fd(socket, &report, sizeof report, -1));
