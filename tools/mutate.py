@@ -63,6 +63,8 @@ from dataclasses import asdict, dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mutation_common as common  # noqa: E402
+import mutation_reach as reach_tests  # noqa: E402
+import mutation_schema as schema  # noqa: E402
 
 # --- what is mutated ----------------------------------------------------------------------------
 
@@ -580,6 +582,11 @@ class Mutant:
     replacement: str
     before: str
     after: str
+    # How the mutant is written into a schema (tools/mutation_schema.py): ("xor",) a negated
+    # condition; ("operator", first, last) an operator swapped inside the comparison at
+    # text[first:last]; ("statement",) a statement that never runs; ("and-false",) a result check
+    # never taken; ("move", moved_start, indent) a statement moved above the edit's start.
+    schema: tuple = ()
 
     @property
     def id(self):
@@ -648,14 +655,21 @@ def generate(text, path, functions=None, rules=None):
     edits = []  # (rule, site token, start offset, end offset, replacement)
     described = {}  # (rule, start, end, replacement) -> (before, after), where not the lines themselves
 
-    def edit(rule, site, start, end, replacement, description=None):
+    schemas = {}  # (rule, start, end, replacement) -> how a schema writes the mutant
+
+    def edit(rule, site, start, end, replacement, description=None, schema=()):
         if rule in rules and mutable(site):
             edits.append((rule, site, start, end, replacement))
             if description is not None:
                 described[(rule, start, end, replacement)] = description
+            schemas.setdefault((rule, start, end, replacement), schema)
 
     def negation(rule, first, last):
-        edit(rule, first, tokens[first].start, tokens[last].end, f"!({source.span(first, last)})")
+        edit(rule, first, tokens[first].start, tokens[last].end, f"!({source.span(first, last)})", schema=("xor",))
+
+    def comparison_extent(index):
+        first, last = source.expression_extent(index, OPERAND_STOPS)
+        return ("operator", tokens[first].start, tokens[last].end)
 
     negated = set()
     # if / while conditions
@@ -704,10 +718,11 @@ def generate(text, path, functions=None, rules=None):
         if token.text in ("==", "!="):
             if source.expression_extent(index, OPERAND_STOPS) in negated:
                 continue  # the negation of the whole condition is this mutant
-            edit("negate", index, token.start, token.end, "!=" if token.text == "==" else "==")
+            edit("negate", index, token.start, token.end, "!=" if token.text == "==" else "==",
+                 schema=comparison_extent(index))
         else:
             shifted = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}[token.text]
-            edit("shift-comparison", index, token.start, token.end, shifted)
+            edit("shift-comparison", index, token.start, token.end, shifted, schema=comparison_extent(index))
 
     def calls(first, last, pattern, skip_lambdas=False):
         j = first
@@ -750,7 +765,7 @@ def generate(text, path, functions=None, rules=None):
             continue
         span = source.span(statement.first, statement.last)
         edit("drop-tracking", statement.first, tokens[statement.first].start, tokens[statement.last].end,
-             f"{{ if (false) {{ {span} }} }}")
+             f"{{ if (false) {{ {span} }} }}", schema=("statement",))
     # move-tracking: in one block, a tracking statement moved above the real call before it
     for block in source.blocks:
         children = [c for c in block.children if c.kind != "label"]
@@ -775,7 +790,8 @@ def generate(text, path, functions=None, rules=None):
                         edit("move-tracking", moved.first, start, tokens[moved.last].end,
                              f"{moved_text}\n{indent}{middle}",
                              (_collapse(_uncommented(moved_text)),
-                              f"moved above line {real_line}: {_collapse(_uncommented(_line(text, start)))}"))
+                              f"moved above line {real_line}: {_collapse(_uncommented(_line(text, start)))}"),
+                             ("move", tokens[moved.first].start, indent))
                 name = declared_name(source, moved)
                 if name is not None:
                     declared.add(name)
@@ -791,7 +807,7 @@ def generate(text, path, functions=None, rules=None):
         if not result_check(source, first, last):
             continue
         edit("drop-result-check", first, tokens[first].start, tokens[last].end,
-             f"({source.span(first, last)}) && false")
+             f"({source.span(first, last)}) && false", schema=("and-false",))
 
     # ids and descriptions
     unique = {}
@@ -807,7 +823,8 @@ def generate(text, path, functions=None, rules=None):
         counters[key] = counters.get(key, 0) + 1
         before, after = described.get((rule, start, end, replacement)) or _lines_changed(text, start, end,
                                                                                          replacement)
-        mutants.append(Mutant(path, line, rule, counters[key], start, end, replacement, before, after))
+        mutants.append(Mutant(path, line, rule, counters[key], start, end, replacement, before, after,
+                              schemas.get((rule, start, end, replacement), ())))
     mutants.sort(key=lambda m: (m.line, RULES.index(m.rule), m.index))
     return mutants
 
@@ -903,6 +920,9 @@ class Result:
     failed: list = field(default_factory=list)
     build_seconds: float = 0.0
     test_seconds: float = 0.0
+    reached_by: int = -1       # schema runs: how many tests reach the mutant (-1: not known)
+    tests_run: int = 0
+    note: str = ""             # "no test reaches it", the tests that failed once and then passed
 
 
 def run_tests(build_dir, layer, jobs, timeout, log):
@@ -997,6 +1017,110 @@ def run_mutants(mutants, args, results_path, previous, meta):
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return ordered
+
+
+def _schema_errors(log_text, tree, sources):
+    """The mutant numbers on the lines of the schema files the compiler refused."""
+    numbers = set()
+    for path, text in sources.items():
+        lines = text.split("\n")
+        for match in re.finditer(re.escape(os.path.join(tree, path)) + r":(\d+):(?:\d+:)? (?:error|warning)", log_text):
+            line = int(match.group(1))
+            for nearby in lines[max(0, line - 2):line + 1]:
+                numbers |= {int(n) for n in re.findall(r"streampool_mutation::active\((\d+)\)", nearby)}
+    return numbers
+
+
+def run_schema(mutants, args, results_path, previous, meta):
+    """Every mutant in one build (mutant schemata); each runs the tests that reach it. Mutants the
+    schema cannot hold are built one by one (run_mutants)."""
+    work = args.keep or tempfile.mkdtemp(prefix="streampool-mutate-")
+    os.makedirs(work, exist_ok=True)
+    tree, build_dir = common.work_paths(work)
+    log = os.path.join(work, "mutate.log")
+    started = time.time()
+    numbers = {m.id: n for n, m in enumerate(mutants, 1)}
+    by_number = {n: m for m, n in ((m, numbers[m.id]) for m in mutants)}
+    common.copy_tree(tree)
+    originals = {}
+    for m in mutants:
+        if m.file not in originals:
+            with open(os.path.join(common.ROOT, m.file)) as source:
+                originals[m.file] = source.read()
+    excluded = set()
+    if not common.configure(tree, build_dir, False, log):
+        raise SystemExit(f"the tree does not configure: see {log}")
+    for attempt in range(12):
+        sources = {}
+        for path, text in originals.items():
+            mine = [(numbers[m.id], m) for m in mutants if m.file == path and numbers[m.id] not in excluded]
+            written, refused, _ = schema.write(text, mine, len(mutants), path.endswith((".hpp", ".h")))
+            excluded |= refused
+            sources[path] = written
+            with open(os.path.join(tree, path), "w") as out:
+                out.write(written)
+        mark = os.path.getsize(log) if os.path.exists(log) else 0
+        if common.build(build_dir, ["all"], log, args.jobs):
+            break
+        with open(log) as source:
+            source.seek(mark)
+            refused = _schema_errors(source.read(), tree, sources) - excluded
+        if not refused:
+            raise SystemExit(f"the schema build fails where no mutant is: see {log}")
+        print(f"schema build: the compiler refuses {len(refused)} mutants in the schema; they are built one by one",
+              flush=True)
+        excluded |= refused
+    else:
+        raise SystemExit(f"the schema build keeps failing: see {log}")
+    built = time.time() - started
+    tests = reach_tests.list_tests(build_dir)
+    names = dict(tests)
+    runner = reach_tests.Runner(build_dir, log, args.jobs)
+    environment = dict(os.environ)
+    begin = time.time()
+    reached, failing = reach_tests.reach(build_dir, tests, os.path.join(work, "reached"), runner, environment)
+    if failing:
+        raise SystemExit("the schema build with no mutant active fails " +
+                         ", ".join(names[n] for n in failing) + f": see {log}")
+    print(f"schema: built in {built:.0f} s; {len(tests)} tests pass with no mutant active in "
+          f"{time.time() - begin:.0f} s, reaching {len(set().union(*(ids for _, ids in reached.values())))} "
+          f"of {len(mutants)} mutants", flush=True)
+    meta["baseline_seconds"] = round(time.time() - started)
+    meta["method"] = "schema"
+    meta["tests"] = len(tests)
+    results = dict(previous)
+    ordered = []
+    for number, mutant in sorted(by_number.items()):
+        if number in excluded:
+            continue
+        done = previous.get(mutant.id)
+        if done is not None and done.before == mutant.before and done.after == mutant.after:
+            ordered.append(done)
+            continue
+        begin = time.time()
+        status, failed, ran, note = reach_tests.run_mutant(number, reached, names, runner, environment)
+        tested = time.time() - begin
+        reaching = sum(1 for _, ids in reached.values() if number in ids)
+        result = Result(mutant.id, mutant.file, mutant.line, mutant.rule, mutant.before, mutant.after, status,
+                        failed, 0.0, round(tested, 1), reaching, ran, note)
+        results[mutant.id] = result
+        ordered.append(result)
+        save_results(results_path, list(results.values()), meta)
+        print(f"[{number}/{len(mutants)}] {mutant.id}: {status.upper()} {', '.join(failed)} "
+              f"({ran} of {reaching} reaching tests, {tested:.0f} s){' ' + note if note else ''}", flush=True)
+    apart = [by_number[n] for n in sorted(excluded)]
+    if apart:
+        print(f"{len(apart)} mutants the schema cannot hold: built one by one", flush=True)
+        each = argparse.Namespace(**{**vars(args), "keep": os.path.join(work, "each")})
+        ordered += run_mutants(apart, each, None, previous, dict(meta))
+        for result in ordered[-len(apart):]:
+            results[result.id] = result
+    meta["seconds"] = round(time.time() - started)
+    save_results(results_path, list(results.values()), meta)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    by_id = {r.id: r for r in ordered}
+    return [by_id[m.id] for m in mutants if m.id in by_id]
 
 
 # --- the document -------------------------------------------------------------------------------
@@ -1111,6 +1235,7 @@ def main(argv=None):
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--markdown", default="")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--rebuild-each", action="store_true")
     args = parser.parse_args(argv)
 
     rules = [r.strip() for r in args.rules.split(",") if r.strip()]
@@ -1141,7 +1266,10 @@ def main(argv=None):
     previous = load_results(results_path) if args.resume else {}
     meta = {"total": total, "sample": bool(args.sample and args.sample < total), "seed": args.seed,
             "files": [f for f, _ in files], "rules": rules}
-    results = run_mutants(mutants, args, results_path, previous, meta)
+    if args.rebuild_each:
+        results = run_mutants(mutants, args, results_path, previous, meta)
+    else:
+        results = run_schema(mutants, args, results_path, previous, meta)
     if args.markdown:
         notes = read_notes(args.markdown)
         command = common.shown_command("tools/mutate.py", argv if argv is not None else sys.argv[1:])

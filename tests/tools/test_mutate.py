@@ -186,3 +186,91 @@ class Document(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# Calls every function of the snippet over inputs that tell its mutants apart; appended to the
+# snippet (whose own main is renamed) for test_schema_*.
+HARNESS = r"""
+extern "C" int printf(const char* format, ...);  // no standard header: each mutant compiles in milliseconds
+namespace std { using ::printf; }
+static CUresult succeeds(int) { return CUDA_SUCCESS; }
+static CUresult refuses(int) { return CUDA_ERROR_INVALID_VALUE; }
+int main() {
+  const Table good{succeeds}, bad{refuses}, none{nullptr};
+  for (int stream = 0; stream < 3; ++stream) {
+    std::printf("%d %d ", synchronize(good, stream), engine().last);
+    std::printf("%d %d ", synchronize(bad, stream + 7), engine().last);
+    std::printf("%d %d ", synchronize(none, stream + 9), engine().last);
+  }
+  for (int limit = -1; limit < 5; ++limit) std::printf("%d ", count_below(lib::vector<int>{{1, -2, 3, 0}, 4}, limit));
+  for (int limit = -1; limit < 5; ++limit) std::printf("%d ", count_below(lib::vector<int>{{4, 4, 4, 4}, 2}, limit));
+  for (int stream = 0; stream < 4; ++stream) {
+    engine().last = 5;
+    end_stream(stream, stream % 2 == 1);
+    std::printf("%d ", engine().last);
+  }
+  std::printf("%d\n", snippet_main());
+}
+"""
+
+
+class Schema(unittest.TestCase):
+    """tools/mutation_schema.py: one build of every mutant, each switched on at run time, must behave
+    as that mutant built alone, and with none switched on as the original."""
+
+    def build(self, work):
+        import mutation_schema
+        numbered = list(enumerate(mutants(), 1))
+        text, refused, held = mutation_schema.write(SNIPPET, numbered, len(numbered))
+        self.assertEqual(refused, set())
+        self.assertEqual(held, {n for n, _ in numbered})
+        return numbered, self.program(work, "schema", text)
+
+    def program(self, work, name, text):
+        compiler = os.environ.get("CXX", "g++")
+        source = os.path.join(work, name + ".cpp")
+        with open(source, "w") as out:
+            out.write(text.replace("int main()", "int snippet_main()") + HARNESS)
+        binary = os.path.join(work, name)
+        built = subprocess.run([compiler, "-std=c++20", "-O0", "-Wall", "-Wextra", "-Wpedantic", "-Wshadow",
+                                "-Wconversion", "-Wno-sign-conversion", "-Werror", source, "-o", binary],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(built.returncode, 0, built.stdout)
+        return binary
+
+    @staticmethod
+    def output(binary, **env):
+        # Some mutants loop (a negated loop condition counts an int down past its minimum): a run
+        # that takes longer than the unmutated one ever could is its output.
+        try:
+            return subprocess.run([binary], stdout=subprocess.PIPE, text=True, env={**os.environ, **env},
+                                  timeout=2).stdout
+        except subprocess.TimeoutExpired:
+            return "(runs on)"
+
+    def test_schema_with_each_mutant_switched_on_behaves_as_that_mutant_built_alone(self):
+        with tempfile.TemporaryDirectory() as work:
+            numbered, binary = self.build(work)
+            self.assertEqual(self.output(binary), self.output(self.program(work, "original", SNIPPET)))
+            differing = 0
+            for number, m in numbered:
+                alone = self.output(self.program(work, f"mutant{number}", m.apply(SNIPPET)))
+                self.assertEqual(self.output(binary, STREAMPOOL_MUTANT=str(number)), alone, f"{m.id} ({m.describe()})")
+                differing += alone != self.output(binary)
+            self.assertGreater(differing, len(numbered) // 2)  # the harness tells most mutants apart
+
+    def test_every_mutant_that_changes_the_output_is_reached(self):
+        with tempfile.TemporaryDirectory() as work:
+            numbered, binary = self.build(work)
+            original = self.output(binary)
+            reached_dir = os.path.join(work, "reached")
+            os.makedirs(reached_dir)
+            self.output(binary, STREAMPOOL_MUTANT_REACHED=reached_dir)
+            reached = set()
+            for name in os.listdir(reached_dir):
+                with open(os.path.join(reached_dir, name)) as source:
+                    reached |= {int(line) for line in source.read().split()}
+            changing = {n for n, _ in numbered if self.output(binary, STREAMPOOL_MUTANT=str(n)) != original}
+            self.assertTrue(changing)
+            self.assertLessEqual(changing, reached)
+            self.assertLess(len(reached), len(numbered) + 1)
