@@ -1019,12 +1019,14 @@ def run_mutants(mutants, args, results_path, previous, meta):
     return ordered
 
 
-def _schema_errors(log_text, tree, sources):
+def _schema_errors(log_text, sources):
     """The mutant numbers on the lines of the schema files the compiler refused."""
     numbers = set()
     for path, text in sources.items():
         lines = text.split("\n")
-        for match in re.finditer(re.escape(os.path.join(tree, path)) + r":(\d+):(?:\d+:)? (?:error|warning)", log_text):
+        # The compiler names the file as the build sees it: absolute, or relative to the build.
+        for match in re.finditer(r"(?:^|[\s/])" + re.escape(path) + r":(\d+):(?:\d+:)? (?:error|warning)", log_text,
+                                 re.M):
             line = int(match.group(1))
             for nearby in lines[max(0, line - 2):line + 1]:
                 numbers |= {int(n) for n in re.findall(r"streampool_mutation::active\((\d+)\)", nearby)}
@@ -1060,11 +1062,12 @@ def run_schema(mutants, args, results_path, previous, meta):
             with open(os.path.join(tree, path), "w") as out:
                 out.write(written)
         mark = os.path.getsize(log) if os.path.exists(log) else 0
-        if common.build(build_dir, ["all"], log, args.jobs):
+        # -k 0: every file the compiler refuses in one pass, not only the first.
+        if common.run(["cmake", "--build", build_dir, f"-j{args.jobs}", "--", "-k", "0"], build_dir, log)[0] == 0:
             break
         with open(log) as source:
             source.seek(mark)
-            refused = _schema_errors(source.read(), tree, sources) - excluded
+            refused = _schema_errors(source.read(), sources) - excluded
         if not refused:
             raise SystemExit(f"the schema build fails where no mutant is: see {log}")
         print(f"schema build: the compiler refuses {len(refused)} mutants in the schema; they are built one by one",

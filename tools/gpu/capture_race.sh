@@ -6,7 +6,11 @@
 #   tools/gpu/capture_race.sh BUILD_DIR [OUT_DIR] [--fake] [ROUNDS]
 #
 # Prints the program's lines and "PASS capture-race" / "FAIL capture-race". Exit status 0 only on PASS:
-# both runs succeed, print the same lines, and no line reports a violation or a failed end.
+# both runs succeed, print the same cases and rounds, no line reports a violation, and streampool's
+# run reports no failed end. NVIDIA's pool itself invalidates a global-mode capture when another
+# thread calls cuMemAllocAsync (its lines then count end_failures, cuStreamEndCapture answering 901);
+# streampool keeps those captures valid, so there the two outcomes differ by design and the script
+# says so in a NOTE line rather than failing.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "$1" && pwd)
@@ -35,8 +39,13 @@ driver_rc=$?
 timeout 300 env LD_PRELOAD="$preload" "$out/capture_race" "$rounds" >"$out/streampool.out" 2>"$out/streampool.err"
 streampool_rc=$?
 paste -d '|' "$out/driver.out" "$out/streampool.out" | sed 's/|/   <->   /'
-if [[ $driver_rc -eq 0 && $streampool_rc -eq 0 ]] && cmp -s "$out/driver.out" "$out/streampool.out" &&
-  clean "$out/driver.out" && clean "$out/streampool.out"; then
+# The cases and rounds of each line, without the capture outcome.
+cases() { sed -E 's/ end_failures=[0-9]+ first_end=[0-9]+//' "$1"; }
+no_violation() { ! grep -Eq 'violations=[1-9]' "$1"; }
+if [[ $driver_rc -eq 0 && $streampool_rc -eq 0 ]] && cmp -s <(cases "$out/driver.out") <(cases "$out/streampool.out") &&
+  no_violation "$out/driver.out" && clean "$out/streampool.out"; then
+  invalidated=$(grep -Eo 'end_failures=[0-9]+' "$out/driver.out" | awk -F= '{s += $2} END {print s + 0}')
+  [[ $invalidated -gt 0 ]] && echo "NOTE capture-race: NVIDIA's pool invalidated $invalidated captures (cuStreamEndCapture 901), streampool none"
   echo "PASS capture-race"
   exit 0
 fi
