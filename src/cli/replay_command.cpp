@@ -2,6 +2,7 @@
 // it would have reserved.
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -84,17 +85,20 @@ Restated restate(const WhatIf& what_if) {
   out.text += ", max pool size ";
   if (what_if.max_pool_size) {
     const std::uint64_t asked = *what_if.max_pool_size;
-    const std::uint64_t applied = core::round_up(asked, core::kGrowthChunkBytes);
+    // Sizes within a chunk of 2^64 are left as asked here (they limit nothing either way).
+    const std::uint64_t applied = asked > UINT64_MAX - core::kGrowthChunkBytes
+                                      ? asked
+                                      : core::round_up(asked, core::kGrowthChunkBytes);
     const std::uint64_t mappable = core::round_down(applied, what_if.granule_bytes);
-    out.text += human_bytes(static_cast<double>(applied));
+    out.text += human_bytes(static_cast<double>(applied)) + " (";
     if (applied != asked) {
-      std::snprintf(piece, sizeof piece, " (%s asked, rounded up to the %s growth chunk)",
+      std::snprintf(piece, sizeof piece, "%s asked, rounded up to the %s growth chunk; ",
                     human_bytes(static_cast<double>(asked)).c_str(),
                     human_bytes(static_cast<double>(core::kGrowthChunkBytes)).c_str());
       out.text += piece;
     }
-    if (mappable != applied) out.text += ", of which " + human_bytes(static_cast<double>(mappable)) + " in whole granules";
-    out.text += " (pools with a smaller one keep theirs)";
+    if (mappable != applied) out.text += human_bytes(static_cast<double>(mappable)) + " of it in whole granules; ";
+    out.text += "pools with a smaller one keep theirs)";
     json += ",\"max_pool_size\":" + std::to_string(applied) + ",\"max_pool_size_asked\":" + std::to_string(asked) +
             ",\"max_pool_size_mappable\":" + std::to_string(mappable);
   } else {

@@ -159,7 +159,7 @@ TEST(ReplayOptions, APoolCapThatIsNotAWholeGrowthChunkIsRestatedAsRoundedUp) {
   const CommandRun run = run_command({"replay", kTrace, "--max-pool-size", "100M"});
 
   EXPECT_EQ(run.exit_status, 0);
-  EXPECT_NE(run.out.find("max pool size 128.0 MiB (100.0 MiB asked, rounded up to the 32.0 MiB growth chunk) (pools "
+  EXPECT_NE(run.out.find("max pool size 128.0 MiB (100.0 MiB asked, rounded up to the 32.0 MiB growth chunk; pools "
                          "with a smaller one keep theirs)\n"),
             std::string::npos)
       << run.out;
@@ -172,6 +172,16 @@ TEST(ReplayOptions, EveryOptionGivenIsRestated) {
   EXPECT_EQ(run.exit_status, 0);
   EXPECT_NE(run.out.find("  options: release threshold 1.0 GiB (every pool), reuse flags follow,internal (every pool), "
                          "granule 4.0 MiB, max pool size as recorded\n"),
+            std::string::npos)
+      << run.out;
+}
+
+TEST(ReplayOptions, APoolCapOfPartGranulesSaysHowMuchOfItIsMapped) {
+  const CommandRun run = run_command({"replay", kTrace, "--max-pool-size", "96M", "--granule", "64M"});
+
+  EXPECT_EQ(run.exit_status, 0);
+  EXPECT_NE(run.out.find("max pool size 96.0 MiB (64.0 MiB of it in whole granules; pools with a smaller one keep "
+                         "theirs)\n"),
             std::string::npos)
       << run.out;
 }
