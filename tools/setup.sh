@@ -10,6 +10,7 @@ command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja-build)
 command -v g++ >/dev/null || missing+=(g++)
 command -v python3 >/dev/null || missing+=(python3)
+command -v pkg-config >/dev/null || missing+=(pkg-config)  # tests/package builds with the .pc files
 [ -e /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
 [ -e /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
 # A clang build (CXX=clang++, as tools/run-fuzz.sh configures one) needs clang, and the fuzz build

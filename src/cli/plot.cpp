@@ -176,8 +176,9 @@ std::string render_svg(const ReplayResult& result, const std::string& title) {
   return svg.str();
 }
 
-void usage() {
-  std::cerr << "usage: streampool plot TRACE -o FILE.svg|FILE.html [what-if options of streampool replay]\n";
+void usage(std::ostream& out) {
+  out << "usage: streampool plot TRACE -o FILE.svg|FILE.html [what-if options of streampool replay]\n"
+         "  writes .html (a self-contained page) or .svg (the drawing alone), chosen by FILE's extension\n";
 }
 
 }  // namespace
@@ -188,20 +189,33 @@ int plot_command(const std::vector<std::string>& args) {
   if (!parse_what_if(args, &what_if, &rest)) return 2;
   std::string path;
   std::string output;
+  for (const std::string& arg : rest) {
+    if (is_help(arg)) {
+      usage(std::cout);
+      return 0;
+    }
+  }
   for (std::size_t i = 0; i < rest.size(); ++i) {
     if ((rest[i] == "-o" || rest[i] == "--output") && i + 1 < rest.size()) {
       output = rest[++i];
     } else if (path.empty() && !rest[i].empty() && rest[i][0] != '-') {
       path = rest[i];
     } else {
-      usage();
+      say_not_understood("plot", rest[i]);
+      usage(std::cerr);
       return 2;
     }
   }
   const bool html = output.size() > 5 && output.compare(output.size() - 5, 5, ".html") == 0;
   const bool svg = output.size() > 4 && output.compare(output.size() - 4, 4, ".svg") == 0;
-  if (path.empty() || (!html && !svg)) {
-    usage();
+  if (path.empty() || output.empty()) {
+    std::cerr << "streampool plot: " << (path.empty() ? "no trace named" : "no output file (-o FILE)") << "\n";
+    usage(std::cerr);
+    return 2;
+  }
+  if (!html && !svg) {
+    std::cerr << "streampool plot: cannot write '" << output
+              << "': plot writes .html (a self-contained page) or .svg (the drawing alone), chosen by the extension\n";
     return 2;
   }
   trace::Trace recorded;

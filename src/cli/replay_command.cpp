@@ -2,19 +2,22 @@
 // it would have reserved.
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "commands.hpp"
+#include "core/sizes.hpp"
 #include "replay.hpp"
 
 namespace streampool::cli {
 
 namespace {
 
-void usage() {
-  std::cerr << "usage: streampool replay TRACE [--release-threshold BYTES] [--reuse-flags FLAGS] [--granule BYTES]\n"
+void usage(std::ostream& out) {
+  out << "usage: streampool replay TRACE [--release-threshold BYTES] [--reuse-flags FLAGS] [--granule BYTES]\n"
                "                         [--max-pool-size BYTES] [--json]\n"
                "  BYTES: a number with an optional K, M or G suffix (powers of 1024)\n"
                "  FLAGS: 'none' or a comma list of follow (event dependencies), opportunistic, internal\n"
@@ -32,6 +35,79 @@ bool parse_reuse(const std::string& text, int* flags) {
     else return false;
   }
   return true;
+}
+
+std::string reuse_names(int flags) {
+  if (flags == 0) return "none";
+  std::string names;
+  for (const auto& [bit, name] : {std::pair{1, "follow"}, std::pair{2, "opportunistic"}, std::pair{4, "internal"}}) {
+    if ((flags & bit) == 0) continue;
+    if (!names.empty()) names += ',';
+    names += name;
+  }
+  return names;
+}
+
+// The options the replay ran with, as a reader must know them to read its figures: each asked
+// one or "as recorded", and the pool cap as the engine applies it (rounded up to the growth
+// chunk, as the driver does; mapped in whole granules).
+struct Restated {
+  std::string text;
+  std::string json;
+};
+Restated restate(const WhatIf& what_if) {
+  Restated out;
+  char piece[256];
+  std::string json = "{";
+  out.text = "  options: release threshold ";
+  if (what_if.release_threshold) {
+    out.text += human_bytes(static_cast<double>(*what_if.release_threshold)) + " (every pool)";
+    json += "\"release_threshold\":" + std::to_string(*what_if.release_threshold);
+  } else {
+    out.text += "as recorded";
+    json += "\"release_threshold\":null";
+  }
+  out.text += ", reuse flags ";
+  json += ",\"reuse_flags\":";
+  if (what_if.reuse_flags) {
+    const std::string names = reuse_names(*what_if.reuse_flags);
+    out.text += names;
+    out.text += " (every pool)";
+    json += '"';
+    json += names;
+    json += '"';
+  } else {
+    out.text += "as recorded";
+    json += "null";
+  }
+  out.text += ", granule " + human_bytes(static_cast<double>(what_if.granule_bytes));
+  json += ",\"granule\":" + std::to_string(what_if.granule_bytes);
+  out.text += ", max pool size ";
+  if (what_if.max_pool_size) {
+    const std::uint64_t asked = *what_if.max_pool_size;
+    // Sizes within a chunk of 2^64 are left as asked here (they limit nothing either way).
+    const std::uint64_t applied = asked > UINT64_MAX - core::kGrowthChunkBytes
+                                      ? asked
+                                      : core::round_up(asked, core::kGrowthChunkBytes);
+    const std::uint64_t mappable = core::round_down(applied, what_if.granule_bytes);
+    out.text += human_bytes(static_cast<double>(applied)) + " (";
+    if (applied != asked) {
+      std::snprintf(piece, sizeof piece, "%s asked, rounded up to the %s growth chunk; ",
+                    human_bytes(static_cast<double>(asked)).c_str(),
+                    human_bytes(static_cast<double>(core::kGrowthChunkBytes)).c_str());
+      out.text += piece;
+    }
+    if (mappable != applied) out.text += human_bytes(static_cast<double>(mappable)) + " of it in whole granules; ";
+    out.text += "pools with a smaller one keep theirs)";
+    json += ",\"max_pool_size\":" + std::to_string(applied) + ",\"max_pool_size_asked\":" + std::to_string(asked) +
+            ",\"max_pool_size_mappable\":" + std::to_string(mappable);
+  } else {
+    out.text += "as recorded";
+    json += ",\"max_pool_size\":null";
+  }
+  out.text += "\n";
+  out.json = json + "}";
+  return out;
 }
 
 }  // namespace
@@ -88,15 +164,23 @@ int replay_command(const std::vector<std::string>& args) {
   bool json = false;
   std::string path;
   for (const std::string& arg : rest) {
+    if (is_help(arg)) {
+      usage(std::cout);
+      return 0;
+    }
+  }
+  for (const std::string& arg : rest) {
     if (arg == "--json") json = true;
     else if (path.empty() && !arg.empty() && arg[0] != '-') path = arg;
     else {
-      usage();
+      say_not_understood("replay", arg);
+      usage(std::cerr);
       return 2;
     }
   }
   if (path.empty()) {
-    usage();
+    std::cerr << "streampool replay: no trace named\n";
+    usage(std::cerr);
     return 2;
   }
   trace::Trace recorded;
@@ -111,44 +195,47 @@ int replay_command(const std::vector<std::string>& args) {
     std::cerr << "streampool: " << unrepresentable_message(path, recorded, what_if, result) << "\n";
     return 1;
   }
-  const double fragmentation =
-      result.peak_reserved > 0
-          ? 1.0 - static_cast<double>(result.used_at_peak_reserved) / static_cast<double>(result.peak_reserved)
-          : 0.0;
+  const double all_fragmentation =
+      fragmentation(static_cast<double>(result.peak_used), static_cast<double>(result.peak_reserved));
+  const Restated options = restate(what_if);
   const double per_call = result.engine_calls > 0 ? result.replay_ns / static_cast<double>(result.engine_calls) : 0;
   if (json) {
     std::printf("{\"trace\":\"%s\",\"events\":%llu,\"peak_reserved\":%llu,\"peak_used\":%llu,"
                 "\"used_at_peak_reserved\":%llu,\"fragmentation\":%.4f,\"replay_ns\":%.0f,\"engine_calls\":%llu,"
-                "\"pools\":[",
+                "\"options\":%s,\"pools\":[",
                 path.c_str(), static_cast<unsigned long long>(result.events),
                 static_cast<unsigned long long>(result.peak_reserved), static_cast<unsigned long long>(result.peak_used),
-                static_cast<unsigned long long>(result.used_at_peak_reserved), fragmentation, result.replay_ns,
-                static_cast<unsigned long long>(result.engine_calls));
+                static_cast<unsigned long long>(result.used_at_peak_reserved), all_fragmentation, result.replay_ns,
+                static_cast<unsigned long long>(result.engine_calls), options.json.c_str());
     for (std::size_t i = 0; i < result.pools.size(); ++i) {
       const PoolResult& pool = result.pools[i];
       std::printf("%s{\"handle\":\"%#llx\",\"peak_reserved\":%llu,\"peak_used\":%llu,\"allocations\":%llu,"
-                  "\"failed_allocations\":%llu}",
+                  "\"failed_allocations\":%llu,\"fragmentation\":%.4f}",
                   i == 0 ? "" : ",", static_cast<unsigned long long>(pool.handle),
                   static_cast<unsigned long long>(pool.peak_reserved), static_cast<unsigned long long>(pool.peak_used),
                   static_cast<unsigned long long>(pool.allocations),
-                  static_cast<unsigned long long>(pool.failed_allocations));
+                  static_cast<unsigned long long>(pool.failed_allocations),
+                  fragmentation(static_cast<double>(pool.peak_used), static_cast<double>(pool.peak_reserved)));
     }
     std::printf("]}\n");
     return 0;
   }
   std::printf("replay of %s: %llu events over %.3f s of the program\n", path.c_str(),
               static_cast<unsigned long long>(result.events), static_cast<double>(result.duration_ns) / 1e9);
-  std::printf("  %-18s %14s %14s %14s %12s\n", "pool", "peak reserved", "peak used", "allocations", "refused");
+  std::fputs(options.text.c_str(), stdout);
+  std::printf("  %-18s %14s %14s %14s %12s %14s\n", "pool", "peak reserved", "peak used", "allocations", "refused",
+              "fragmentation");
   for (const PoolResult& pool : result.pools) {
-    std::printf("  %#-18llx %14s %14s %14llu %12llu\n", static_cast<unsigned long long>(pool.handle),
+    std::printf("  %#-18llx %14s %14s %14llu %12llu %13.1f%%\n", static_cast<unsigned long long>(pool.handle),
                 human_bytes(static_cast<double>(pool.peak_reserved)).c_str(),
                 human_bytes(static_cast<double>(pool.peak_used)).c_str(),
                 static_cast<unsigned long long>(pool.allocations),
-                static_cast<unsigned long long>(pool.failed_allocations));
+                static_cast<unsigned long long>(pool.failed_allocations),
+                100.0 * fragmentation(static_cast<double>(pool.peak_used), static_cast<double>(pool.peak_reserved)));
   }
-  std::printf("  all pools: peak reserved %s, peak used %s, fragmentation at the peak %.1f%%\n",
+  std::printf("  all pools: peak reserved %s, peak used %s, fragmentation %.1f%% (1 - peak used / peak reserved)\n",
               human_bytes(static_cast<double>(result.peak_reserved)).c_str(),
-              human_bytes(static_cast<double>(result.peak_used)).c_str(), 100.0 * fragmentation);
+              human_bytes(static_cast<double>(result.peak_used)).c_str(), 100.0 * all_fragmentation);
   std::printf("  time in the engine: %.3f ms (%.0f ns per call)", result.replay_ns / 1e6, per_call);
   if (result.recorded_allocator_calls > 0 && result.recorded_allocator_ns > 0) {  // STREAMPOOL_TIMING was on
     std::printf("; recorded in the program: %.3f ms (%.0f ns per alloc/free)",

@@ -84,8 +84,8 @@ bool left_a_trace(const std::string& path, std::string* why) {
   return true;
 }
 
-void usage() {
-  std::cerr << "usage: streampool run [--fake] [--log LEVEL] [--stats FILE] [--trace FILE] [--quiet] -- PROGRAM [ARGS...]\n"
+void usage(std::ostream& out) {
+  out << "usage: streampool run [--fake] [--log LEVEL] [--stats FILE] [--trace FILE] [--quiet] -- PROGRAM [ARGS...]\n"
                "  --fake         run over streampool's CPU-only fake driver (no GPU needed)\n"
                "  --log LEVEL    STREAMPOOL_LOG: error, warn, info or debug (one line per allocator event)\n"
                "  --stats FILE   keep the JSON report there (%p: the process id)\n"
@@ -103,6 +103,10 @@ bool parse_run_options(const std::vector<std::string>& args, RunOptions* options
       ++i;
       break;
     }
+    if (is_help(arg)) {
+      options->help = true;
+      return true;
+    }
     if (arg == "--fake") {
       options->fake = true;
     } else if (arg == "--quiet") {
@@ -110,6 +114,7 @@ bool parse_run_options(const std::vector<std::string>& args, RunOptions* options
     } else if ((arg == "--log" || arg == "--stats" || arg == "--trace") && i + 1 < args.size()) {
       (arg == "--log" ? options->log : arg == "--stats" ? options->stats : options->trace) = args[++i];
     } else if (!arg.empty() && arg[0] == '-') {
+      options->unknown = arg;
       return false;
     } else {
       break;  // the program, without "--"
@@ -121,8 +126,21 @@ bool parse_run_options(const std::vector<std::string>& args, RunOptions* options
 
 int run_command(const std::vector<std::string>& args, const std::string& self) {
   RunOptions options;
-  if (!parse_run_options(args, &options)) {
-    usage();
+  const bool parsed = parse_run_options(args, &options);
+  if (parsed && options.help) {
+    usage(std::cout);
+    return 0;
+  }
+  if (!parsed) {
+    const std::string& arg = options.unknown;
+    if (arg == "--log" || arg == "--stats" || arg == "--trace") {
+      std::cerr << "streampool run: option '" << arg << "' needs a value\n";
+    } else if (!arg.empty()) {
+      say_not_understood("run", arg);
+    } else {
+      std::cerr << "streampool run: no program to run\n";
+    }
+    usage(std::cerr);
     return 2;
   }
   const bool fake = options.fake;

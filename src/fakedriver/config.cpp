@@ -1,6 +1,9 @@
 #include "config.hpp"
 
+#include <unistd.h>
+
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 namespace fake {
@@ -31,18 +34,42 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   return number << shift;
 }
 
+namespace {
+
+// One line on stderr for a setting that makes no sense, as streampool says of its own settings;
+// the value is cut at 64 characters and nothing is allocated for it.
+void warn_bad_setting(const char* name, const char* value, const char* expected, const char* instead) {
+  char line[256];
+  const int length = std::snprintf(line, sizeof line, "streampool: warn: bad %s value '%.64s' (expected %s): %s\n",
+                                   name, value, expected, instead);
+  if (length <= 0) return;
+  const std::size_t size = static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length) : sizeof line - 1;
+  const ssize_t ignored = ::write(STDERR_FILENO, line, size);
+  (void)ignored;
+}
+
+}  // namespace
+
 Config read_config_from_environment() {
   Config config;
-  if (const char* devices = std::getenv("STREAMPOOL_FAKE_DEVICES"); devices != nullptr) {
+  if (const char* devices = std::getenv("STREAMPOOL_FAKE_DEVICES"); devices != nullptr && devices[0] != '\0') {
     std::string_view text(devices);
     int count = 0;
     auto [rest, error] = std::from_chars(text.data(), text.data() + text.size(), count);
     if (error == std::errc() && rest == text.data() + text.size() && count >= 0 && count <= kMaxDevices) {
       config.device_count = count;
+    } else {
+      static_assert(kMaxDevices == 64, "the warning names the largest count");
+      warn_bad_setting("STREAMPOOL_FAKE_DEVICES", devices, "a number of devices from 0 to 64", "1 device");
     }
   }
-  if (const char* memory = std::getenv("STREAMPOOL_FAKE_MEMORY"); memory != nullptr) {
-    if (auto bytes = parse_byte_size(memory); bytes && *bytes > 0) config.memory_per_device = *bytes;
+  if (const char* memory = std::getenv("STREAMPOOL_FAKE_MEMORY"); memory != nullptr && memory[0] != '\0') {
+    if (auto bytes = parse_byte_size(memory); bytes && *bytes > 0) {
+      config.memory_per_device = *bytes;
+    } else {
+      warn_bad_setting("STREAMPOOL_FAKE_MEMORY", memory, "bytes per device, more than 0, with an optional K, M, G or T suffix",
+                       "16G per device");
+    }
   }
   return config;
 }

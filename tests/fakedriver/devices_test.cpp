@@ -30,6 +30,26 @@ TEST(FakeConfigTest, MemoryAcceptsBinarySuffixes) {
             "init=0 devices=1 memory=3072\n");
 }
 
+// stderr before stdout: the warning is written when cuInit reads the settings, the report at exit.
+TEST(FakeConfigTest, AMemorySettingThatIsNotASizeIsOneLineAndTheDefault) {
+  EXPECT_EQ(run_self_with_environment("STREAMPOOL_FAKE_MEMORY=lots", "--report-fake-config 2>&1"),
+            "streampool: warn: bad STREAMPOOL_FAKE_MEMORY value 'lots' (expected bytes per device, more than 0, with an "
+            "optional K, M, G or T suffix): 16G per device\n"
+            "init=0 devices=1 memory=17179869184\n");
+}
+
+TEST(FakeConfigTest, ADeviceCountThatIsNotANumberIsOneLineAndOneDevice) {
+  EXPECT_EQ(run_self_with_environment("STREAMPOOL_FAKE_DEVICES=two", "--report-fake-config 2>&1"),
+            "streampool: warn: bad STREAMPOOL_FAKE_DEVICES value 'two' (expected a number of devices from 0 to 64): "
+            "1 device\n"
+            "init=0 devices=1 memory=17179869184\n");
+}
+
+TEST(FakeConfigTest, GoodSettingsSayNothing) {
+  EXPECT_EQ(run_self_with_environment("STREAMPOOL_FAKE_MEMORY=64M STREAMPOOL_FAKE_DEVICES=2", "--report-fake-config 2>&1"),
+            "init=0 devices=2 memory=67108864\n");
+}
+
 TEST(FakeConfigTest, ZeroDevicesMakesInitFailWithNoDevice) {
   EXPECT_EQ(run_self_with_environment("STREAMPOOL_FAKE_DEVICES=0", "--report-fake-config"),
             "init=100 devices=0 memory=0\n");
