@@ -585,7 +585,7 @@ class Mutant:
     # How the mutant is written into a schema (tools/mutation_schema.py): ("xor",) a negated
     # condition; ("operator", first, last) an operator swapped inside the comparison at
     # text[first:last]; ("statement",) a statement that never runs; ("and-false",) a result check
-    # never taken; ("move", moved_start, indent) a statement moved above the edit's start.
+    # never taken; ("move", moved_start, indent, declares) a statement moved above the edit's start.
     schema: tuple = ()
 
     @property
@@ -791,7 +791,8 @@ def generate(text, path, functions=None, rules=None):
                              f"{moved_text}\n{indent}{middle}",
                              (_collapse(_uncommented(moved_text)),
                               f"moved above line {real_line}: {_collapse(_uncommented(_line(text, start)))}"),
-                             ("move", tokens[moved.first].start, indent))
+                             ("move", tokens[moved.first].start, indent,
+                              declared_name(source, moved) is not None))
                 name = declared_name(source, moved)
                 if name is not None:
                     declared.add(name)
@@ -1043,12 +1044,13 @@ def run_schema(mutants, args, results_path, previous, meta):
     started = time.time()
     numbers = {m.id: n for n, m in enumerate(mutants, 1)}
     by_number = {n: m for m, n in ((m, numbers[m.id]) for m in mutants)}
-    common.copy_tree(tree)
     originals = {}
     for m in mutants:
         if m.file not in originals:
             with open(os.path.join(common.ROOT, m.file)) as source:
                 originals[m.file] = source.read()
+    # The schema files are written below only where they changed: a kept build is not rebuilt.
+    common.copy_tree(tree, keep=set(originals))
     excluded = set()
     if not common.configure(tree, build_dir, False, log):
         raise SystemExit(f"the tree does not configure: see {log}")
@@ -1059,8 +1061,10 @@ def run_schema(mutants, args, results_path, previous, meta):
             written, refused, _ = schema.write(text, mine, len(mutants), path.endswith((".hpp", ".h")))
             excluded |= refused
             sources[path] = written
-            with open(os.path.join(tree, path), "w") as out:
-                out.write(written)
+            target = os.path.join(tree, path)
+            if not os.path.isfile(target) or open(target).read() != written:
+                with open(target, "w") as out:
+                    out.write(written)
         mark = os.path.getsize(log) if os.path.exists(log) else 0
         # -k 0: every file the compiler refuses in one pass, not only the first.
         if common.run(["cmake", "--build", build_dir, f"-j{args.jobs}", "--", "-k", "0"], build_dir, log)[0] == 0:

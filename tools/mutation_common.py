@@ -41,9 +41,10 @@ def run(command, cwd, log=None, timeout=None, env=None):
     return code, output
 
 
-def copy_tree(destination, root=ROOT):
+def copy_tree(destination, root=ROOT, keep=()):
     """Brings the copy up to the working tree: files that differ are written (with a fresh time, so
-    that a kept build rebuilds them), the others left alone."""
+    that a kept build rebuilds them), the others left alone, and the paths of `keep` (relative to
+    the tree: files the caller writes itself) left as they are."""
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                            cwd=root, stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
     # Files the working tree no longer has go from the copy too (its build directory stays).
@@ -57,7 +58,7 @@ def copy_tree(destination, root=ROOT):
                 os.remove(path)
     for name in files:
         source = os.path.join(root, name)
-        if not name or not os.path.isfile(source):
+        if not name or not os.path.isfile(source) or name in keep:
             continue
         target = os.path.join(destination, name)
         with open(source, "rb") as text:

@@ -14,8 +14,8 @@ How each rule is written (I: the original text, with the mutants nested inside i
   a result check never taken    (I) && !active(N)              the check still evaluated, as by the mutant
   a statement moved up          if (active(N)) { S } at the new place, { if (!active(N)) { I } } at the old
 
-Mutants whose edits cross (neither holds the other) cannot share a schema; they, and any mutant on a
-line the compiler refuses in the schema, are built one by one as before.
+Mutants whose edits cross (neither holds the other), a declaration moved up (braces would end its
+scope), and any mutant on a line the compiler refuses in the schema are built one by one as before.
 """
 
 from dataclasses import dataclass, field
@@ -93,7 +93,9 @@ def nodes_of(mutant, number):
         return [Node(first, last, ORDER["operator"], "operator", number, mutant),
                 Node(mutant.start, mutant.end, ORDER["op"], "op", number, mutant, mutant.replacement)]
     if kind == "move":
-        _, moved_start, indent = mutant.schema
+        _, moved_start, indent, declares = mutant.schema
+        if declares:
+            return None  # braces around a declaration would end its scope: built alone
         return [Node(mutant.start, mutant.start, ORDER["move-insert"], "move-insert", number, mutant, indent),
                 Node(moved_start, mutant.end, ORDER["statement"], "statement", number, mutant)]
     return []
@@ -164,7 +166,7 @@ def _operators_in_place(roots):
 def write(text, numbered, count, is_header=False):
     """The schema of one file's text holding the mutants of `numbered` ([(number, mutant)]); returns
     (schema text, numbers that could not be held, numbers held)."""
-    excluded = set()
+    excluded = {number for number, mutant in numbered if nodes_of(mutant, number) is None}
     while True:
         nodes = [n for number, mutant in numbered if number not in excluded for n in nodes_of(mutant, number)]
         roots, crossing = _nest(nodes)

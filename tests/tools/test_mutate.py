@@ -243,7 +243,10 @@ class Schema(unittest.TestCase):
         # Some mutants loop (a negated loop condition counts an int down past its minimum): a run
         # that takes longer than the unmutated one ever could is its output.
         try:
-            return subprocess.run([binary], stdout=subprocess.PIPE, text=True, env={**os.environ, **env},
+            # The snippet's switches read the same variables as the tree's: when tools/mutate.py
+            # runs this test under one of the tree's mutants, that mutant is not the snippet's.
+            inherited = {k: v for k, v in os.environ.items() if not k.startswith("STREAMPOOL_MUTANT")}
+            return subprocess.run([binary], stdout=subprocess.PIPE, text=True, env={**inherited, **env},
                                   timeout=2).stdout
         except subprocess.TimeoutExpired:
             return "(runs on)"
