@@ -1085,10 +1085,26 @@ def run_schema(mutants, args, results_path, previous, meta):
     runner = reach_tests.Runner(build_dir, log, args.jobs)
     environment = dict(os.environ)
     begin = time.time()
-    reached, failing = reach_tests.reach(build_dir, tests, os.path.join(work, "reached"), runner, environment)
-    if failing:
-        raise SystemExit("the schema build with no mutant active fails " +
-                         ", ".join(names[n] for n in failing) + f": see {log}")
+    # What each test reaches, kept with the build: a resumed run over the same schema reuses it.
+    reach_file = os.path.join(work, "reached.json")
+    key = {"tests": tests, "model_programs": os.environ.get("STREAMPOOL_MODEL_PROGRAMS", "")}
+    key["schema"] = sorted((path, len(text), text.count("active(")) for path, text in sources.items())
+    kept = None
+    if args.resume and os.path.isfile(reach_file):
+        with open(reach_file) as source:
+            kept = json.load(source)
+        if kept.get("key") != json.loads(json.dumps(key)):
+            kept = None
+    if kept is not None:
+        reached = {int(n): (seconds, set(ids)) for n, (seconds, ids) in kept["reached"].items()}
+    else:
+        reached, failing = reach_tests.reach(build_dir, tests, os.path.join(work, "reached"), runner, environment)
+        if failing:
+            raise SystemExit("the schema build with no mutant active fails " +
+                             ", ".join(names[n] for n in failing) + f": see {log}")
+        with open(reach_file, "w") as out:
+            json.dump({"key": key, "reached": {n: (seconds, sorted(ids)) for n, (seconds, ids) in reached.items()}},
+                      out)
     print(f"schema: built in {built:.0f} s; {len(tests)} tests pass with no mutant active in "
           f"{time.time() - begin:.0f} s, reaching {len(set().union(*(ids for _, ids in reached.values())))} "
           f"of {len(mutants)} mutants", flush=True)
