@@ -1110,6 +1110,7 @@ def run_schema(mutants, args, results_path, previous, meta):
           f"of {len(mutants)} mutants", flush=True)
     meta["baseline_seconds"] = round(time.time() - started)
     meta["method"] = "schema"
+    meta["model_programs"] = os.environ.get("STREAMPOOL_MODEL_PROGRAMS", "")
     meta["tests"] = len(tests)
     results = dict(previous)
     ordered = []
@@ -1169,7 +1170,9 @@ def read_notes(path):
             file, _, rest = match.group("id").partition(":")
             rule = rest.split(":")[1] if rest.count(":") >= 2 else ""
             notes[match.group("id")] = match.group("note").strip()
-            notes[(file, rule, match.group("line").strip())] = match.group("note").strip()
+            # A schema run's rows have a cell of the tests reaching the mutant before the note.
+            line = re.sub(r" \| (?:-|\d+)(?: \([^|]*\))?$", "", match.group("line").strip())
+            notes[(file, rule, line)] = match.group("note").strip()
     return notes
 
 
@@ -1192,12 +1195,33 @@ def markdown(results, command, meta, notes, files):
         "follows in its block), `shift-comparison` (`<` <-> `<=`, `>` <-> `>=`), `drop-result-check` (an",
         "`if (<result check>) return ...;` never returns). Not mutated: logging and diagnostics",
         "(`STREAMPOOL_LOG*` lines), asserts, the bodies of `catch` handlers (the `catch (...)` fallbacks),",
-        "code outside function bodies. Each mutant rebuilds what it touches and runs the ctest labels",
-        "of its layer (`core` for `src/core`, `interpose|safety|conformance` for the rest); killed: a test",
-        "failed or the tests ran out of time. A mutant that does not compile (the build's warnings are",
-        "errors: a null dereference the compiler proves refuses it too) counts as neither.",
+        "code outside function bodies.",
         "",
     ]
+    if meta.get("method") == "schema":
+        programs = meta.get("model_programs") or "10000"
+        lines += [
+            "All mutants are built at once into mutant schemata (`tools/mutation_schema.py`): each mutant",
+            "sits behind a switch read at run time (`STREAMPOOL_MUTANT=N`), so one build serves all of them.",
+            "Every ctest test of the build is first run with no mutant active, recording which switches it",
+            "reaches; each mutant then runs only the tests that reach it, fastest first, until one fails",
+            "(`tools/mutation_reach.py`). A mutant no test reaches survives without a run. Killed: a test",
+            "failed, twice (a test that fails once and then passes is noted as flaky for that mutant, and",
+            "the other tests go on), or ran past ten times its unmutated time (at least 60 s). The engine's",
+            f"model check runs {programs} random programs per test run here (CI: 10,000). Mutants a schema",
+            "cannot hold (edits that cross, a declaration moved up, a line the compiler refuses with both",
+            "branches present) are built one by one; of those, one that does not compile (the build's",
+            "warnings are errors) counts as neither killed nor survived.",
+            "",
+        ]
+    else:
+        lines += [
+            "Each mutant rebuilds what it touches and runs the ctest labels of its layer (`core` for",
+            "`src/core`, `interpose|safety|conformance` for the rest); killed: a test failed or the tests ran",
+            "out of time. A mutant that does not compile (the build's warnings are errors: a null",
+            "dereference the compiler proves refuses it too) counts as neither.",
+            "",
+        ]
     total = meta.get("total", len(results))
     minutes = meta.get("seconds", 0) / 60
     tested = [r for r in results if r.status != "does-not-compile"]
@@ -1206,8 +1230,12 @@ def markdown(results, command, meta, notes, files):
         rows = [r for r in results if (r.file.startswith("src/core/")) == (layer == "core")]
         if rows:
             costs.append(f"{name} {sum(r.build_seconds + r.test_seconds for r in rows) / len(rows):.0f} s")
-    run = (f"Produced by `{command}` ({minutes:.0f} min on a 2-core machine; build and tests: "
-           f"{', '.join(costs) or 'none'})")
+    if meta.get("method") == "schema":
+        run = (f"Produced by `{command}` ({minutes:.0f} min on a 2-core machine shared with other work; "
+               f"{meta.get('tests', '?')} tests; the tests of a mutant: {', '.join(costs) or 'none'} on average)")
+    else:
+        run = (f"Produced by `{command}` ({minutes:.0f} min on a 2-core machine; build and tests: "
+               f"{', '.join(costs) or 'none'})")
     if meta.get("sample"):
         run += (f": a random sample of {len(results)} of the {total} mutants the files yield "
                 f"(seed {meta.get('seed')}), so the score below is an estimate.")
@@ -1227,11 +1255,14 @@ def markdown(results, command, meta, notes, files):
     survivors = [r for r in tested if r.status == "survived"]
     lines += ["", f"### Survivors ({len(survivors)})", "",
               "The last column is for a person: why the mutant is equivalent, or the test that now kills it.",
-              "", "| id | line before -> after | why equivalent / killed by |", "|---|---|---|"]
+              "", "| id | line before -> after | tests reaching it | why equivalent / killed by |", "|---|---|---|---|"]
     for r in survivors:
         line = f"{_code(r.before)} -> {_code(r.after)}"
         note = notes.get(r.id) or notes.get((r.file, r.rule, line), "")
-        lines.append(f"| `{r.id}` | {line} | {note} |")
+        reaching = "-" if r.reached_by < 0 else str(r.reached_by)
+        if r.note:
+            reaching += f" ({_cell(r.note)})"
+        lines.append(f"| `{r.id}` | {line} | {reaching} | {note} |")
     broken = [r for r in results if r.status == "does-not-compile"]
     lines += ["", f"### Do not compile ({len(broken)})", ""]
     if broken:

@@ -156,9 +156,9 @@ class Document(unittest.TestCase):
                                       [] if status != "killed" else ["a test"], 1.0, 2.0))
         return rows
 
-    def write(self, path, results):
+    def write(self, path, results, **extra):
         notes = mutate.read_notes(path)
-        meta = {"total": 40, "sample": True, "seed": 3, "seconds": 120}
+        meta = {"total": 40, "sample": True, "seed": 3, "seconds": 120, **extra}
         mutation_common.write_section(path, "mechanical", mutate.markdown(
             results, "tools/mutate.py --sample 17", meta, notes, [("tests/tools/snippet.cpp", None)]))
         with open(path) as source:
@@ -183,9 +183,21 @@ class Document(unittest.TestCase):
             self.assertEqual(rewritten.count("The hand-written table."), 1)
             self.assertEqual(rewritten, self.write(path, results))
 
-
-if __name__ == "__main__":
-    unittest.main()
+    def test_a_schema_runs_table_names_the_tests_reaching_each_survivor_and_keeps_the_notes(self):
+        results = self.results()
+        survivor = next(r for r in results if r.status == "survived")
+        survivor.reached_by, survivor.note = 3, "flaky: a_test"
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "mutation-score.md")
+            text = self.write(path, results, method="schema", tests=12, model_programs="1000")
+            self.assertIn("mutant schemata", text)
+            self.assertIn("model check runs 1000 random programs", text)
+            row = next(line for line in text.split("\n") if line.startswith(f"| `{survivor.id}` |"))
+            self.assertTrue(row.endswith("| 3 (flaky: a_test) |  |"), row)
+            with open(path, "w") as out:
+                out.write(text.replace(row, row[:-len("|  |")] + "| equivalent: why |"))
+            self.assertIn("| 3 (flaky: a_test) | equivalent: why |",
+                          self.write(path, results, method="schema", tests=12, model_programs="1000"))
 
 
 # Calls every function of the snippet over inputs that tell its mutants apart; appended to the
@@ -277,3 +289,7 @@ class Schema(unittest.TestCase):
             self.assertTrue(changing)
             self.assertLessEqual(changing, reached)
             self.assertLess(len(reached), len(numbered) + 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
