@@ -25,6 +25,7 @@ int run_command(const std::vector<std::string>& args, const std::string& self);
 int report_command(const std::vector<std::string>& args);
 int replay_command(const std::vector<std::string>& args);
 int plot_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);  // export.hpp
 
 // "1.5 MiB"
 std::string human_bytes(double bytes);

@@ -1,0 +1,80 @@
+"""Driver calls through ctypes, for tests that need a program allocating through streampool: run
+under LD_PRELOAD=libstreampool.so with STREAMPOOL_LIBCUDA naming the fake driver. Standard library
+only.
+
+As a program (`python3 cuda_calls.py`): two streams handing blocks over with an event, a failed
+allocation (more than the device has), a trim, and two allocations still live at exit, the
+pattern the exporters' tests read back."""
+import ctypes
+import sys
+
+GiB = 1 << 30
+MiB = 1 << 20
+CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+class Driver:
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")  # the preload library: it carries that SONAME
+        self.check(self.lib.cuInit(0), "cuInit")
+        device = ctypes.c_int()
+        self.check(self.lib.cuDeviceGet(ctypes.byref(device), 0), "cuDeviceGet")
+        context = ctypes.c_void_p()
+        self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
+        self.check(self.lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
+        self.device = device
+
+    @staticmethod
+    def check(result, what):
+        if result != 0:
+            raise RuntimeError(f"{what}: CUresult {result}")
+
+    def stream(self):
+        stream = ctypes.c_void_p()
+        self.check(self.lib.cuStreamCreate(ctypes.byref(stream), 1), "cuStreamCreate")
+        return stream
+
+    def alloc(self, size, stream):
+        pointer = ctypes.c_uint64()
+        result = self.lib.cuMemAllocAsync(ctypes.byref(pointer), ctypes.c_size_t(size), stream)
+        return pointer.value if result == 0 else -result
+
+    def free(self, pointer, stream):
+        self.check(self.lib.cuMemFreeAsync(ctypes.c_uint64(pointer), stream), "cuMemFreeAsync")
+
+    def event(self):
+        event = ctypes.c_void_p()
+        self.check(self.lib.cuEventCreate(ctypes.byref(event), 0), "cuEventCreate")
+        return event
+
+    def synchronize(self, stream):
+        self.check(self.lib.cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+    def default_pool(self):
+        pool = ctypes.c_void_p()
+        self.check(self.lib.cuDeviceGetDefaultMemPool(ctypes.byref(pool), self.device), "cuDeviceGetDefaultMemPool")
+        return pool
+
+
+def handover_program():
+    cuda = Driver()
+    producer, consumer = cuda.stream(), cuda.stream()
+    blocks = [cuda.alloc(3 * MiB + 100, producer) for _ in range(4)]
+    handed_over = cuda.event()
+    cuda.check(cuda.lib.cuEventRecord(handed_over, producer), "cuEventRecord")
+    cuda.check(cuda.lib.cuStreamWaitEvent(consumer, handed_over, 0), "cuStreamWaitEvent")
+    for pointer in blocks:
+        cuda.free(pointer, consumer)
+    too_large = cuda.alloc(1 << 50, consumer)
+    assert too_large == -CUDA_ERROR_OUT_OF_MEMORY, too_large
+    cuda.synchronize(consumer)
+    cuda.check(cuda.lib.cuMemPoolTrimTo(cuda.default_pool(), ctypes.c_size_t(0)), "cuMemPoolTrimTo")
+    kept = [cuda.alloc(5 * MiB, producer), cuda.alloc(700, consumer)]  # live at exit
+    assert all(pointer > 0 for pointer in kept), kept
+    cuda.synchronize(producer)
+    cuda.synchronize(consumer)
+
+
+if __name__ == "__main__":
+    handover_program()
+    sys.exit(0)
