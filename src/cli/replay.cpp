@@ -220,7 +220,8 @@ class Replayer {
     for (auto& [handle, state] : pools_) result_.pools.push_back(state.result);
     for (auto& [address, live] : live_) {
       if (keep_) {
-        result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, end_ns});
+        result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, end_ns, live.record.address,
+                                       live.record.thread, false});
       }
     }
     return std::move(result_);
@@ -301,7 +302,8 @@ class Replayer {
     }
     if (keep_) {
       const Live& live = found->second;
-      result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, record.time_ns});
+      result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, record.time_ns,
+                                     live.record.address, live.record.thread, true});
     }
     if (observer_ != nullptr) {
       observer_->freed(record, found->second.record, reinterpret_cast<std::uintptr_t>(found->second.address));

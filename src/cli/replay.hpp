@@ -50,6 +50,9 @@ struct Allocation {  // for the plot's lanes
   std::uint64_t size = 0;
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;  // the trace's end when never freed
+  std::uint64_t address = 0;  // as the program got it
+  std::uint32_t thread = 0;   // that allocated it
+  bool freed = true;          // false: still live at the trace's end
 };
 
 struct ReplayResult {

@@ -4,9 +4,12 @@ only.
 
 As a program (`python3 cuda_calls.py`): two streams handing blocks over with an event, a failed
 allocation (more than the device has), a trim, and two allocations still live at exit, the
-pattern the exporters' tests read back."""
+pattern the exporters' tests read back. `python3 cuda_calls.py many`: 3000 allocations of sizes
+from 512 B to 24 MiB on three streams after a quiet start, for looking at plots."""
 import ctypes
+import random
 import sys
+import time
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -75,6 +78,29 @@ def handover_program():
     cuda.synchronize(consumer)
 
 
+def many_program():
+    cuda = Driver()
+    streams = [cuda.stream() for _ in range(3)]
+    rng = random.Random(3)
+    live = []
+    time.sleep(0.05)  # a quiet start, as a program's set-up has
+    for step in range(3000):
+        stream = streams[step % 3] if step % 7 else streams[0]
+        size = rng.choice([512, 4096, 65536, MiB, 3 * MiB, 8 * MiB, 24 * MiB])
+        live.append((cuda.alloc(size, stream), stream))
+        if len(live) > 40 or rng.random() < 0.45:
+            pointer, owner = live.pop(rng.randrange(len(live)))
+            cuda.free(pointer, owner)
+        if step % 500 == 499:
+            for each in streams:
+                cuda.synchronize(each)
+    for pointer, owner in live[:-5]:
+        cuda.free(pointer, owner)
+    for each in streams:
+        cuda.synchronize(each)
+    time.sleep(0.05)
+
+
 if __name__ == "__main__":
-    handover_program()
+    many_program() if sys.argv[1:] == ["many"] else handover_program()
     sys.exit(0)
