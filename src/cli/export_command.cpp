@@ -96,7 +96,9 @@ int export_command(const std::vector<std::string>& args) {
                                                   : export_perfetto(path, recorded, what_if, fd, &error);
   const bool closed = ::close(fd) == 0;
   if (!written || !closed) {
-    std::cerr << "streampool export: " << (written ? output + ": cannot be written" : error) << "\n";
+    // The trace's own refusals read as replay's do ("streampool: <trace>: ..."); a write that
+    // failed names the output.
+    std::cerr << (written ? "streampool export: " + output + ": cannot be written" : "streampool: " + error) << "\n";
     return 1;
   }
   std::cerr << "streampool export: wrote " << output << " (" << format << ")\n";

@@ -187,7 +187,7 @@ bool export_perfetto(const std::string& path, const trace::Trace& trace, const W
     return false;
   }
   if (!writer.finish(result.duration_ns)) {
-    *error = "cannot write the trace";
+    *error = "the output could not be written";
     return false;
   }
   return true;

@@ -354,7 +354,7 @@ bool export_torch_snapshot(const std::string& path, const trace::Trace& trace, c
       &sink);
   builder.write(writer);
   if (!writer.finish()) {
-    *error = "cannot write the snapshot";
+    *error = "the output could not be written";
     return false;
   }
   return true;
