@@ -5,7 +5,9 @@ only.
 As a program (`python3 cuda_calls.py`): two streams handing blocks over with an event, a failed
 allocation (more than the device has), a trim, and two allocations still live at exit, the
 pattern the exporters' tests read back. `python3 cuda_calls.py many`: 3000 allocations of sizes
-from 512 B to 24 MiB on three streams after a quiet start, for looking at plots."""
+from 512 B to 24 MiB on three streams after a quiet start, for looking at plots. `python3
+cuda_calls.py reuse`: 20 MiB freed on one stream, then asked for on another with no event between
+(replayed at a 32 MiB cap, the engine can only serve it by making the second stream wait)."""
 import ctypes
 import random
 import sys
@@ -101,6 +103,17 @@ def many_program():
     time.sleep(0.05)
 
 
+def reuse_program():
+    cuda = Driver()
+    first, second = cuda.stream(), cuda.stream()
+    pointer = cuda.alloc(20 * MiB, first)
+    cuda.free(pointer, first)
+    again = cuda.alloc(20 * MiB, second)
+    cuda.free(again, second)
+    cuda.synchronize(first)
+    cuda.synchronize(second)
+
+
 if __name__ == "__main__":
-    many_program() if sys.argv[1:] == ["many"] else handover_program()
+    {"many": many_program, "reuse": reuse_program}.get(" ".join(sys.argv[1:]), handover_program)()
     sys.exit(0)
