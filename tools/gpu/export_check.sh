@@ -12,7 +12,8 @@
 #     trace_plot -s, segment_plot (HTML kept in OUT_DIR), and its `stats` and `trace` printouts
 #     (Python code of torch's that walks every segment, block and entry, and asserts the blocks
 #     tile their segments);
-#  4. runs tools/gpu/torch_export_train.py: training that records and exports its own trace
+#  4. draws each trace with `streampool plot` (HTML and SVG kept, for screenshots elsewhere);
+#  5. runs tools/gpu/torch_export_train.py: training that records and exports its own trace
 #     through the Python package (python/streampool), checked the same way.
 # Everything goes to OUT_DIR (export_check.log: each command and its exit status; the traces,
 # snapshots, JSON and HTML). Prints PASS/FAIL per step and exits 0 only when all pass. The HTML
@@ -58,17 +59,19 @@ step record-fake-handover env LD_PRELOAD="$preload" STREAMPOOL_LIBCUDA="$fake" S
   "$python" "$repo/tests/python/cuda_calls.py"
 traces+=(fake_handover)
 
-# 4. Training that records and exports itself through the Python package.
+# 5. Training that records and exports itself through the Python package.
 step package-torch-train env LD_PRELOAD="$preload" PYTHONPATH="$repo/python" STREAMPOOL_COMMAND="$cli" \
   "$python" "$repo/tools/gpu/torch_export_train.py" "$out"
 [ -e "$out/package_train.trace" ] && traces+=(package_train)
 
-# 2 and 3. Export, check, and torch's viewer.
+# 2 to 4. Export, check, plot, and torch's viewer.
 viz() { "$python" -m torch.cuda._memory_viz "$@"; }
 for name in "${traces[@]}"; do
   trace=$out/$name.trace
   [ -e "$trace" ] || { say "FAIL $name: no trace"; status=1; continue; }
   run "$cli" replay "$trace"
+  step "$name-plot" "$cli" plot "$trace" -o "$out/$name.plot.html"
+  run "$cli" plot "$trace" -o "$out/$name.plot.svg"
   if [ "$name" != package_train ]; then
     step "$name-export-snapshot" "$cli" export "$trace" --format torch-snapshot -o "$out/$name.pickle"
     step "$name-export-perfetto" "$cli" export "$trace" --format perfetto -o "$out/$name.json"
