@@ -31,6 +31,7 @@ int run_command(const std::vector<std::string>& args, const std::string& self);
 int report_command(const std::vector<std::string>& args);
 int replay_command(const std::vector<std::string>& args);
 int plot_command(const std::vector<std::string>& args);
+int export_command(const std::vector<std::string>& args);  // export.hpp
 
 // Whether `arg` asks for a command's help.
 bool is_help(const std::string& arg);

@@ -19,6 +19,8 @@ void usage(std::ostream& out) {
                "  replay TRACE [--release-threshold N] [--reuse-flags F] [--granule N] [--max-pool-size N] [--json]\n"
                "                                                                 replay a trace through the engine on the CPU\n"
                "  plot TRACE -o FILE.html|FILE.svg [replay's options]            memory over time, per pool and stream\n"
+               "  export TRACE [--format torch-snapshot|perfetto] -o FILE.pickle|FILE.json [replay's options]\n"
+               "                                                                 for PyTorch's memory viewer, Perfetto\n"
                "  version\n"
                "  help [COMMAND]\n";
 }
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
       std::cout << "usage: streampool version   the command's version and the trace format it reads\n";
       return 0;
     }
+    if (command == "export") return streampool::cli::export_command(args);
     if (command == "version" || command == "--version") {
       std::cout << "streampool " << STREAMPOOL_CLI_VERSION << " (trace format " << streampool::trace::kFormatVersion
                 << ")\n";

@@ -27,7 +27,8 @@ struct ReservationBudget {
 // Address space from an invented range, physical memory by bookkeeping only.
 class ReplayBacking final : public core::Backing {
  public:
-  ReplayBacking(std::size_t granule, ReservationBudget& budget) : granule_(granule), budget_(budget) {}
+  ReplayBacking(std::size_t granule, ReservationBudget& budget, ReplayObserver* observer, std::uint64_t pool)
+      : granule_(granule), budget_(budget), observer_(observer), pool_(pool) {}
   std::size_t granule_bytes() const override { return granule_; }
   // 64 GiB, as on a GPU, or less with granules under 256 KiB (2^18 of them: 1 GiB at 4 KiB): the
   // engine keeps some 8 bytes per granule of a reservation, 2 MiB of them here at most.
@@ -47,10 +48,14 @@ class ReplayBacking final : public core::Backing {
     budget_.granules -= bytes / granule_;
     return core::Status::success;
   }
-  core::Status map(std::uintptr_t, std::size_t, std::span<const core::AccessDescriptor>) override {
+  core::Status map(std::uintptr_t address, std::size_t bytes, std::span<const core::AccessDescriptor>) override {
+    if (observer_ != nullptr) observer_->mapped(pool_, address, bytes);
     return core::Status::success;
   }
-  core::Status unmap(std::uintptr_t, std::size_t) override { return core::Status::success; }
+  core::Status unmap(std::uintptr_t address, std::size_t bytes) override {
+    if (observer_ != nullptr) observer_->unmapped(pool_, address, bytes);
+    return core::Status::success;
+  }
   core::Status set_access(std::uintptr_t, std::size_t, std::span<const core::AccessDescriptor>) override {
     return core::Status::success;
   }
@@ -58,6 +63,8 @@ class ReplayBacking final : public core::Backing {
  private:
   std::size_t granule_;
   ReservationBudget& budget_;
+  ReplayObserver* observer_;
+  std::uint64_t pool_;
 };
 
 // A marker completes once the trace shows a host synchronisation of its stream (or of all)
@@ -79,12 +86,18 @@ class ReplayOrdering final : public core::Ordering {
     const MarkerState& state = markers_.at(marker - 1);
     return epoch(state.stream) > state.epoch ? core::Status::success : core::Status::not_ready;
   }
-  core::Status wait(core::StreamKey, core::Marker) override { return core::Status::success; }
+  core::Status wait(core::StreamKey waiter, core::Marker marker) override {
+    if (observer_ != nullptr && marker >= 1 && marker <= markers_.size()) {
+      observer_->dependency_inserted(waiter, markers_[marker - 1].stream);
+    }
+    return core::Status::success;
+  }
   void recycle(core::Marker) override {}
 
   void synchronized(core::StreamKey stream) { ++epochs_[stream]; }
   void synchronized_all() { ++all_epoch_; }
   void set_non_blocking(core::StreamKey stream, bool non_blocking) { non_blocking_[stream] = non_blocking; }
+  void set_observer(ReplayObserver* observer) { observer_ = observer; }
 
   static constexpr core::StreamKey kLegacyKey = 1;
 
@@ -101,6 +114,7 @@ class ReplayOrdering final : public core::Ordering {
   std::unordered_map<core::StreamKey, std::uint64_t> epochs_;
   std::unordered_map<core::StreamKey, bool> non_blocking_;
   std::uint64_t all_epoch_ = 0;
+  ReplayObserver* observer_ = nullptr;
 };
 
 // The engine key of a recorded stream: the legacy default stream and each thread's per-thread
@@ -114,12 +128,17 @@ core::StreamKey key_of(const Record& record) {
 
 class Replayer {
  public:
-  Replayer(const WhatIf& what_if, bool keep_samples) : what_if_(what_if), keep_(keep_samples) {
+  Replayer(const WhatIf& what_if, bool keep_samples, ReplayObserver* observer)
+      : what_if_(what_if), keep_(keep_samples), observer_(observer) {
     budget_.limit = what_if.max_granules;
+    ordering_.set_observer(observer);
   }
 
   void apply(const Record& record) {
-    if (record.result != 0) return;  // the program's call failed: nothing happened
+    if (record.result != 0) {  // the program's call failed: nothing happened
+      if (observer_ != nullptr) observer_->applied(record);
+      return;
+    }
     const auto op = static_cast<Op>(record.op);
     const auto begin = std::chrono::steady_clock::now();
     bool counted = true;
@@ -193,6 +212,7 @@ class Replayer {
       ++result_.engine_calls;
     }
     observe(record.time_ns);
+    if (observer_ != nullptr) observer_->applied(record);
   }
 
   ReplayResult finish(std::uint64_t end_ns) {
@@ -200,7 +220,8 @@ class Replayer {
     for (auto& [handle, state] : pools_) result_.pools.push_back(state.result);
     for (auto& [address, live] : live_) {
       if (keep_) {
-        result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, end_ns});
+        result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, end_ns, live.record.address,
+                                       live.record.thread, false});
       }
     }
     return std::move(result_);
@@ -220,6 +241,7 @@ class Replayer {
     std::uint64_t pool = 0;
     std::uint64_t size = 0;
     std::uint64_t start_ns = 0;
+    Record record{};
   };
 
   PoolState* pool_for(std::uint64_t handle, std::uint64_t max_size, core::PoolKind kind) {
@@ -231,7 +253,8 @@ class Replayer {
       props.max_size = *what_if_.max_pool_size;
     }
     core::Pool* pool = nullptr;
-    if (!core::ok(engine_.create_pool(props, std::make_unique<ReplayBacking>(what_if_.granule_bytes, budget_), &pool))) {
+    if (!core::ok(engine_.create_pool(props, std::make_unique<ReplayBacking>(what_if_.granule_bytes, budget_, observer_, handle),
+                                          &pool))) {
       return nullptr;
     }
     if (what_if_.release_threshold) {
@@ -261,10 +284,12 @@ class Replayer {
     if (!core::ok(engine_.allocate(state->pool, record.size, key_of(record), &address))) {
       if (budget_.exceeded) return;  // not the pool's refusal: the replay stops here
       ++state->result.failed_allocations;
+      if (observer_ != nullptr) observer_->refused(record, record.pool);
       return;
     }
     if (address == nullptr) return;
-    live_[record.address] = {address, record.stream, record.pool, record.size, record.time_ns};
+    live_[record.address] = {address, record.stream, record.pool, record.size, record.time_ns, record};
+    if (observer_ != nullptr) observer_->allocated(record, record.pool, reinterpret_cast<std::uintptr_t>(address));
   }
 
   void release(const Record& record, bool completed) {
@@ -277,7 +302,11 @@ class Replayer {
     }
     if (keep_) {
       const Live& live = found->second;
-      result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, record.time_ns});
+      result_.allocations.push_back({live.stream, live.pool, live.size, live.start_ns, record.time_ns,
+                                     live.record.address, live.record.thread, true});
+    }
+    if (observer_ != nullptr) {
+      observer_->freed(record, found->second.record, reinterpret_cast<std::uintptr_t>(found->second.address));
     }
     live_.erase(found);
   }
@@ -310,6 +339,7 @@ class Replayer {
         pool.used_at_peak_reserved = stats.used_current;  // the peak's best use
       }
       if (stats.used_current > pool.peak_used) pool.peak_used = stats.used_current;
+      if (observer_ != nullptr) observer_->pool_state(time_ns, handle, stats.reserved_current, stats.used_current);
       if (keep_ && (pool.samples.empty() || pool.samples.back().reserved != stats.reserved_current ||
                     pool.samples.back().used != stats.used_current)) {
         pool.samples.push_back({time_ns, stats.reserved_current, stats.used_current});
@@ -326,6 +356,7 @@ class Replayer {
 
   WhatIf what_if_;
   bool keep_;
+  ReplayObserver* observer_;
   ReservationBudget budget_;  // before the engine: its pools' backings hold it
   ReplayOrdering ordering_;
   core::Engine engine_{ordering_};
@@ -339,8 +370,8 @@ class Replayer {
 }  // namespace
 
 ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_samples,
-                    const std::function<void(double)>& progress) {
-  Replayer replayer(what_if, keep_samples);
+                    const std::function<void(double)>& progress, ReplayObserver* observer) {
+  Replayer replayer(what_if, keep_samples, observer);
   const std::size_t count = trace.records.size();
   const std::size_t step = count / 100 + 1;
   std::uint64_t recorded_ns = 0;
@@ -361,6 +392,7 @@ ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_
     if (progress && i % step == 0) progress(static_cast<double>(i) / static_cast<double>(count));
   }
   if (progress) progress(1.0);
+  if (observer != nullptr) observer->ended();
   const std::uint64_t end = count == 0 ? 0 : trace.records[stopped_at ? *stopped_at : count - 1].time_ns;
   ReplayResult result = replayer.finish(end);
   result.unrepresentable = stopped_at;

@@ -50,6 +50,9 @@ struct Allocation {  // for the plot's lanes
   std::uint64_t size = 0;
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;  // the trace's end when never freed
+  std::uint64_t address = 0;  // as the program got it
+  std::uint32_t thread = 0;   // that allocated it
+  bool freed = true;          // false: still live at the trace's end
 };
 
 struct ReplayResult {
@@ -78,8 +81,35 @@ std::string unrepresentable_message(const std::string& path, const trace::Trace&
 // arguments are left in *rest.
 bool parse_what_if(const std::vector<std::string>& args, WhatIf* what_if, std::vector<std::string>* rest);
 
-// `progress` (may be empty) is called with a fraction from 0 to 1 now and then.
+// What the replay does, event by event, for the exporters (export.hpp): addresses are those of
+// the replay's own address space, in which every live block lies in memory its pool mapped.
+// Called in the engine's order; a pool's map and unmap calls come while the engine serves the
+// record that caused them, before allocated()/freed() and applied() of that record.
+class ReplayObserver {
+ public:
+  virtual ~ReplayObserver() = default;
+  virtual void mapped(std::uint64_t /*pool*/, std::uintptr_t /*address*/, std::size_t /*bytes*/) {}
+  virtual void unmapped(std::uint64_t /*pool*/, std::uintptr_t /*address*/, std::size_t /*bytes*/) {}
+  // A recorded allocation the replay served at `address` (the pool is the recorded handle).
+  virtual void allocated(const trace::Record& /*record*/, std::uint64_t /*pool*/, std::uintptr_t /*address*/) {}
+  // A recorded allocation the replay's pool refused (its policy, a what-if cap).
+  virtual void refused(const trace::Record& /*record*/, std::uint64_t /*pool*/) {}
+  // A free of an allocation the replay served: the allocation's own record and replay address.
+  virtual void freed(const trace::Record& /*record*/, const trace::Record& /*allocation*/, std::uintptr_t /*address*/) {}
+  // The engine made `waiter` wait for a marker of `marker_stream` (engine stream keys).
+  virtual void dependency_inserted(std::uint64_t /*waiter*/, std::uint64_t /*marker_stream*/) {}
+  // After each record the replay served: every live pool's reserved and used bytes (recorded
+  // handles), then applied(); applied() alone for a record whose call failed in the program.
+  virtual void pool_state(std::uint64_t /*time_ns*/, std::uint64_t /*pool*/, std::uint64_t /*reserved*/,
+                          std::uint64_t /*used*/) {}
+  virtual void applied(const trace::Record& /*record*/) {}
+  // After the last record, before the replay tears its engine down (which unmaps everything).
+  virtual void ended() {}
+};
+
+// `progress` (may be empty) is called with a fraction from 0 to 1 now and then; `observer` (may
+// be null) sees every event.
 ReplayResult replay(const trace::Trace& trace, const WhatIf& what_if, bool keep_samples,
-                    const std::function<void(double)>& progress);
+                    const std::function<void(double)>& progress, ReplayObserver* observer = nullptr);
 
 }  // namespace streampool::cli

@@ -140,6 +140,31 @@ TEST(HostileInput, AFifoIsRefusedWithoutWaitingForAWriter) {
   std::remove(fifo.c_str());
 }
 
+TEST(HostileInput, AnExportOfATraceBeyondTheReplayFailsWithTheReplaysMessage) {
+  const std::string path = kData + "/alloc_64tib.trace";
+  const std::string output = temporary("export") + ".pickle";
+
+  const CommandRun run = run_command({"export", path, "-o", output, "--granule", "4096"});
+
+  EXPECT_EQ(run.exit_status, 1);
+  EXPECT_EQ(run.standard_error, "streampool: " + path +
+                                    ": alloc of 70368744177664 bytes at offset 80 is more than the replay can represent"
+                                    " (33554432 granules of 4096 bytes in all)\n");
+  std::remove(output.c_str());
+}
+
+TEST(HostileInput, AnExportIntoAFifoIsRefusedWithoutWaitingForAReader) {
+  const std::string fifo = temporary("export_fifo");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+
+  const CommandRun run = run_command({"export", kData + "/demo.trace", "--format", "perfetto", "-o", fifo});
+
+  EXPECT_EQ(run.exit_status, 1);
+  EXPECT_EQ(run.standard_error, "streampool export: " + fifo + ": not a regular file\n");
+  std::remove(fifo.c_str());
+}
+
 TEST(HostileInput, AWellFormedTraceWithOne64TiBAllocationIsMoreThanTheReplayCanRepresent) {
   const std::string path = kData + "/alloc_64tib.trace";  // 99 bytes: a header, one block, one alloc
 

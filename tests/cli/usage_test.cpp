@@ -70,7 +70,7 @@ TEST(Usage, HelpListsTheCommandsOnStdoutAndExitsZero) {
 }
 
 TEST(Usage, EachCommandsHelpPrintsItsOwnUsageOnStdoutAndExitsZero) {
-  for (const char* command : {"run", "report", "replay", "plot", "version"}) {
+  for (const char* command : {"run", "report", "replay", "plot", "export", "version"}) {
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{command, "--help"}, {command, "-h"}, {"help", command}}) {
       const CommandRun run = run_command(args);
@@ -111,6 +111,7 @@ TEST(Usage, AnUnknownOptionOfEachCommandIsNamedBeforeItsUsage) {
       {"report", "--frobnicate", "stats.json"},
       {"replay", kTrace, "--frobnicate"},
       {"plot", kTrace, "-o", "out.svg", "--frobnicate"},
+      {"export", kTrace, "-o", "out.json", "--frobnicate"},
   };
   for (const std::vector<std::string>& args : cases) {
     const CommandRun run = run_command(args);

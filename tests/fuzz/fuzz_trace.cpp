@@ -8,13 +8,19 @@
 //     by time;
 //   * the replay of its first records (at a 4 KiB or a 2 MiB granule, chosen by the header's
 //     reserved word, and 2^16 granules in all) either finishes or stops at an unrepresentable
-//     record it names.
+//     record it names;
+//   * the exports of a representable replay (src/cli/export_*.cpp: PyTorch's snapshot and
+//     Perfetto's JSON, written to /dev/null) succeed.
 // A failed check prints what it saw and aborts, which libFuzzer reports as a crash.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "export.hpp"
 #include "replay.hpp"
 #include "trace/reader.hpp"
 
@@ -60,6 +66,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (message.find(" at offset ") == std::string::npos) fail("unrepresentable without an offset", message);
   } else if (result.events > trace.records.size()) {  // calls that failed in the program are no events
     fail("events", std::to_string(result.events));
+  }
+  if (!result.unrepresentable) {
+    const int sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (sink < 0) fail("/dev/null", "cannot be opened");
+    if (!streampool::cli::export_torch_snapshot("input", trace, what_if, sink, &error)) fail("torch snapshot", error);
+    if (!streampool::cli::export_perfetto("input", trace, what_if, sink, &error)) fail("perfetto", error);
+    close(sink);
   }
   return 0;
 }
