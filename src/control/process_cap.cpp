@@ -22,6 +22,10 @@ std::uint64_t ProcessCap::held(Holder holder, int device) const noexcept {
   return valid(device) ? devices_[device].held[static_cast<int>(holder)].load(std::memory_order_acquire) : 0;
 }
 
+std::uint64_t ProcessCap::peak(int device) const noexcept {
+  return valid(device) ? devices_[device].peak.load(std::memory_order_acquire) : 0;
+}
+
 std::uint64_t ProcessCap::headroom(int device) const noexcept {
   const std::uint64_t cap = limit(device);
   if (cap == kNoLimit) return kNoLimit;
@@ -40,6 +44,10 @@ bool ProcessCap::try_charge(Holder holder, int device, std::uint64_t bytes) noex
     if (slot.total.compare_exchange_weak(now, next, std::memory_order_acq_rel, std::memory_order_relaxed)) break;
   }
   slot.held[static_cast<int>(holder)].fetch_add(bytes, std::memory_order_acq_rel);
+  const std::uint64_t reached = now + bytes;  // what the successful exchange made the total
+  std::uint64_t seen = slot.peak.load(std::memory_order_relaxed);
+  while (seen < reached && !slot.peak.compare_exchange_weak(seen, reached, std::memory_order_relaxed)) {
+  }
   return true;
 }
 

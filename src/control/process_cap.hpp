@@ -39,6 +39,8 @@ class ProcessCap final : public Budget {
   std::uint64_t held(Holder holder, int device) const noexcept;
   // Under the limit: what may still be charged on the device (kNoLimit where there is none).
   std::uint64_t headroom(int device) const noexcept;
+  // The most ever charged on the device at once.
+  std::uint64_t peak(int device) const noexcept;
   // Whether any device has a limit.
   bool any_limit() const noexcept { return any_limit_.load(std::memory_order_acquire); }
 
@@ -47,6 +49,7 @@ class ProcessCap final : public Budget {
     std::atomic<std::uint64_t> limit{kNoLimit};
     std::atomic<std::uint64_t> total{0};  // the sum of the holders: what the limit applies to
     std::atomic<std::uint64_t> held[kHolders]{};
+    std::atomic<std::uint64_t> peak{0};
   };
   static bool valid(int device) noexcept { return device >= 0 && device < kMaxDevices; }
 

@@ -45,6 +45,16 @@ TEST(ProcessCap, TheLimitAppliesToPoolsAndForwardedAllocationsTogether) {
   EXPECT_EQ(cap.charged(0), 4 * MiB);
 }
 
+TEST(ProcessCap, ThePeakIsTheMostEverChargedAtOnce) {
+  ProcessCap cap;
+  ASSERT_TRUE(cap.try_charge(0, 5 * MiB));
+  ASSERT_TRUE(cap.try_charge(Holder::forwarded, 0, 3 * MiB));
+  cap.uncharge(0, 5 * MiB);
+  ASSERT_TRUE(cap.try_charge(0, 1 * MiB));
+  EXPECT_EQ(cap.peak(0), 8 * MiB);
+  EXPECT_EQ(cap.charged(0), 4 * MiB);
+}
+
 TEST(ProcessCap, DevicesAreCountedApart) {
   ProcessCap cap;
   cap.set_limit(0, 8 * MiB);

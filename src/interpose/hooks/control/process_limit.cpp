@@ -37,12 +37,14 @@ void resolve(CapState& s) noexcept {
   std::lock_guard lock(s.resolve_mutex);
   if (s.resolved.load(std::memory_order_relaxed)) return;
   if (!s.setting_read) read_setting_locked(s);
+  int count = 0;
+  const bool counted = driver::device_count(&count) == CUDA_SUCCESS;
+  if (counted) s.device_count.store(count < ctl::kMaxDevices ? count : ctl::kMaxDevices, std::memory_order_release);
   if (!ctl::limits_anything(s.spec)) {
     s.resolved.store(true, std::memory_order_release);
     return;
   }
-  int count = 0;
-  if (driver::device_count(&count) != CUDA_SUCCESS) return;
+  if (!counted) return;
   const int missing = ctl::first_device_missing(s.spec, count);
   if (missing >= 0) {
     log::notice(log::Level::warn, "STREAMPOOL_LIMIT names device %d, which this machine lacks (%d device%s): "
@@ -293,19 +295,25 @@ CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcep
 }
 
 int reported_devices() noexcept {
-  int count = 0;
-  if (driver::device_count(&count) != CUDA_SUCCESS) return 0;
-  return count < ctl::kMaxDevices ? count : ctl::kMaxDevices;
+  ProcessState* current = existing_state();
+  if (current == nullptr) return 0;
+  const CapState& s = current->caps;
+  int count = s.device_count.load(std::memory_order_acquire);
+  for (int device = ctl::kMaxDevices - 1; device >= count; --device) {
+    if (s.cap.peak(device) != 0) return device + 1;
+  }
+  return count;
 }
 
 bool device_figures(int device, DeviceFigures* figures) noexcept {
   if (figures == nullptr || device < 0 || device >= reported_devices()) return false;
   try {
-    CapState& s = resolved_caps();
+    CapState& s = caps();
     DeviceFigures out;
     out.limit = s.cap.limit(device);
     out.pools_bytes = s.cap.held(ctl::Holder::pools, device);
     out.forwarded_bytes = s.cap.held(ctl::Holder::forwarded, device);
+    out.peak_bytes = s.cap.peak(device);
     std::uint64_t used = 0;
     engine().for_each_pool([&](core::Pool* pool) {
       if (charged_device(engine().props(pool)) == device) used += engine().stats(pool).used_current;

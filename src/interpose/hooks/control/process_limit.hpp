@@ -42,6 +42,7 @@ struct CapState {
   streampool::control::ProcessCap cap;
   std::atomic<bool> resolved{false};
   std::atomic<bool> limited{false};
+  std::atomic<int> device_count{0};  // as the driver said when the limits were resolved
   std::mutex resolve_mutex;
   bool setting_read = false;  // under resolve_mutex
   streampool::control::LimitSpec spec;
@@ -96,8 +97,11 @@ struct DeviceFigures {
   std::uint64_t cached_bytes = 0;     // of that, held free
   std::uint64_t forwarded_bytes = 0;  // cuMemAlloc, cuMemAllocPitch, cuMemCreate
   std::uint64_t estimated_other_bytes = 0;  // uncounted use since the first cuMemGetInfo (estimate)
+  std::uint64_t peak_bytes = 0;             // the most counted at once (pools and forwarded)
 };
+// No driver call: fit for the report at exit, after the driver's teardown.
 bool device_figures(int device, DeviceFigures* figures) noexcept;
+// The devices worth reporting: those the driver said it has, and any other that holds something.
 int reported_devices() noexcept;
 
 }  // namespace streampool::interpose::control_hooks
