@@ -243,6 +243,39 @@ TEST_F(Caps, HostAndManagedPoolsAreNotChargedToAnyDevice) {
   ASSERT_EQ(SP(cuMemPoolDestroy)(host), CUDA_SUCCESS);
 }
 
+TEST_F(Caps, ManagedPoolsAreNotCharged) {
+  const std::uint64_t before0 = charged(0), before1 = charged(1);
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+  props.location.type = CU_MEM_LOCATION_TYPE_NONE;
+  CUmemoryPool managed = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&managed, &props), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(managed, 300 * kMiB, &block), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before0);
+  EXPECT_EQ(charged(1), before1);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(managed), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, AnExportablePoolIsChargedAndRefusedPastTheCapLikeAnyDevicePool) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 1;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);
+  const std::uint64_t before = charged(1);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(pool, 3 * kMiB, &block), CUDA_SUCCESS);
+  EXPECT_EQ(charged(1), before + reserved(pool));
+  CUdeviceptr refused = 0;
+  EXPECT_EQ(alloc_from(pool, kCap1, &refused), CUDA_ERROR_OUT_OF_MEMORY);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
 // Random programs on both devices: after every step each device's charge is exactly the reserved
 // memory of its pools plus the driver allocations alive, and never above its cap.
 TEST_F(Caps, RandomProgramsKeepTheCountEqualToThePoolsReservationsAndTheDriverAllocations) {

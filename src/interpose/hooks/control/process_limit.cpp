@@ -82,10 +82,6 @@ bool charge_forwarded(CapState& s, int device, std::uint64_t bytes) noexcept {
   return reclaim_cached(device) && s.cap.try_charge(ctl::Holder::forwarded, device, bytes);
 }
 
-void remember(std::unordered_map<std::uintptr_t, Forwarded>& table, std::uintptr_t key, const Forwarded& entry) {
-  table[key] = entry;
-}
-
 }  // namespace
 
 ctl::ProcessCap& process_cap() noexcept { return resolved_caps().cap; }
@@ -137,7 +133,8 @@ CUresult mem_alloc(CUdeviceptr* dptr, std::size_t bytes) noexcept {
     CUresult result = current_device(&device);
     if (result != CUDA_SUCCESS) return forward(table.cuMemAlloc_v2, dptr, bytes);
     (void)forward(table.cuCtxGetCurrent, &context);
-    std::lock_guard lock(s.forwarded_mutex);
+    // Charged before the driver is asked (a refusal never reaches it); the table is locked only to
+    // enter the pointer, which no free can name before this call returns it.
     if (!charge_forwarded(s, device, bytes)) {
       *dptr = 0;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -147,7 +144,15 @@ CUresult mem_alloc(CUdeviceptr* dptr, std::size_t bytes) noexcept {
       s.cap.uncharge(ctl::Holder::forwarded, device, bytes);
       return result;
     }
-    remember(s.allocations, static_cast<std::uintptr_t>(*dptr), Forwarded{device, bytes, context});
+    try {
+      std::lock_guard lock(s.forwarded_mutex);
+      s.allocations[static_cast<std::uintptr_t>(*dptr)] = Forwarded{device, bytes, context};
+    } catch (...) {
+      s.cap.uncharge(ctl::Holder::forwarded, device, bytes);
+      (void)forward(table.cuMemFree_v2, *dptr);
+      *dptr = 0;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     return CUDA_SUCCESS;
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -172,13 +177,13 @@ CUresult mem_alloc_pitch(CUdeviceptr* dptr, std::size_t* pitch, std::size_t widt
     if (__builtin_mul_overflow(static_cast<std::uint64_t>(*pitch), static_cast<std::uint64_t>(height), &bytes)) {
       bytes = UINT64_MAX;
     }
-    std::lock_guard lock(s.forwarded_mutex);
     if (!charge_forwarded(s, device, bytes)) {
       (void)forward(table.cuMemFree_v2, *dptr);
       *dptr = 0;
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    remember(s.allocations, static_cast<std::uintptr_t>(*dptr), Forwarded{device, bytes, context});
+    std::lock_guard lock(s.forwarded_mutex);
+    s.allocations[static_cast<std::uintptr_t>(*dptr)] = Forwarded{device, bytes, context};
     return CUDA_SUCCESS;
   } catch (...) {
     (void)forward(table.cuMemFree_v2, *dptr);
@@ -217,13 +222,13 @@ CUresult mem_create(CUmemGenericAllocationHandle* handle, std::size_t bytes, con
   try {
     CapState& s = caps();
     const int device = prop->location.id;
-    std::lock_guard lock(s.forwarded_mutex);
     if (!charge_forwarded(s, device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     const CUresult result = forward(table.cuMemCreate, handle, bytes, prop, flags);
     if (result != CUDA_SUCCESS) {
       s.cap.uncharge(ctl::Holder::forwarded, device, bytes);
       return result;
     }
+    std::lock_guard lock(s.forwarded_mutex);
     s.handles[static_cast<std::uint64_t>(*handle)] = Forwarded{device, bytes, nullptr};
     return CUDA_SUCCESS;
   } catch (...) {
@@ -283,6 +288,7 @@ CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcep
     if (s.free_at_start[device].compare_exchange_strong(expected, *free_bytes, std::memory_order_acq_rel)) {
       s.counted_at_start[device].store(counted, std::memory_order_release);
     }
+    s.counted_last[device].store(counted, std::memory_order_release);
     s.free_last[device].store(*free_bytes, std::memory_order_release);
     const std::uint64_t limit = s.cap.limit(device);
     if (limit == ctl::kNoLimit) return result;
@@ -323,7 +329,10 @@ bool device_figures(int device, DeviceFigures* figures) noexcept {
     const std::uint64_t start = s.free_at_start[device].load(std::memory_order_acquire);
     const std::uint64_t last = s.free_last[device].load(std::memory_order_acquire);
     if (start != 0 && last != 0 && start > last) {
-      const std::uint64_t counted_since = s.cap.charged(device) - std::min(s.cap.charged(device), s.counted_at_start[device].load());
+      // What the cap counted between the two measurements; a drop in the count frees memory.
+      const std::uint64_t counted_then = s.counted_at_start[device].load(std::memory_order_acquire);
+      const std::uint64_t counted_now = s.counted_last[device].load(std::memory_order_acquire);
+      const std::uint64_t counted_since = counted_now > counted_then ? counted_now - counted_then : 0;
       const std::uint64_t dropped = start - last;
       out.estimated_other_bytes = dropped > counted_since ? dropped - counted_since : 0;
     }

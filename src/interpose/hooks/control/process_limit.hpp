@@ -53,7 +53,8 @@ struct CapState {
   // counted then (0 free: not measured yet). The base of the estimate of what is not counted.
   std::atomic<std::uint64_t> free_at_start[streampool::control::kMaxDevices]{};
   std::atomic<std::uint64_t> counted_at_start[streampool::control::kMaxDevices]{};
-  std::atomic<std::uint64_t> free_last[streampool::control::kMaxDevices]{};
+  std::atomic<std::uint64_t> free_last[streampool::control::kMaxDevices]{};     // at the latest one
+  std::atomic<std::uint64_t> counted_last[streampool::control::kMaxDevices]{};
 };
 
 // The process's cap, with its limits resolved (once the driver can say what devices it has).
