@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 namespace streampool::control {
@@ -141,6 +142,35 @@ TEST(LimitSpec, ARefusalLeavesAPreviousSpecCleared) {
   EXPECT_NE(parse_limit("0:4G,0:4G", &spec), nullptr);
   EXPECT_FALSE(limits_anything(spec));
   EXPECT_EQ(resolve_limit(spec, 0, kDevice), kNoLimit);
+}
+
+// Random texts over the grammar's own characters: every one is either refused with nothing set, or
+// accepted with a limit that resolves to at least one byte on every device it names.
+TEST(LimitSpec, RandomTextsAreRefusedCleanlyOrResolveToSomething) {
+  const std::string alphabet = "0123456789.:,%kKmMgGtTiIbB-x ";
+  std::mt19937 random(18);
+  std::size_t accepted = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text(random() % 16, ' ');
+    for (char& c : text) c = alphabet[random() % alphabet.size()];
+    LimitSpec spec;
+    const char* error = parse_limit(text, &spec);
+    if (error != nullptr) {
+      ASSERT_FALSE(limits_anything(spec)) << text;
+      continue;
+    }
+    ++accepted;
+    ASSERT_TRUE(limits_anything(spec)) << text;
+    bool some = false;
+    for (int device = 0; device < kMaxDevices; ++device) {
+      const std::uint64_t limit = resolve_limit(spec, device, kDevice);
+      if (limit == kNoLimit) continue;
+      some = true;
+      ASSERT_GE(limit, 1u) << text;
+    }
+    ASSERT_TRUE(some) << text;
+  }
+  EXPECT_GT(accepted, 100u);
 }
 
 }  // namespace
