@@ -129,17 +129,24 @@ for path in sorted(glob.glob(os.path.join(out, "bench-*.json"))):
     except ValueError:
         continue
     for bench in data.get("benchmarks", []):
+        if bench.get("error_occurred") or bench.get("real_time", 0) <= 0:
+            continue
         runs[(binary, bench["name"])][mode].append(bench["real_time"])
 print(f"| binary | workload | no cap (ns, median) | STREAMPOOL_LIMIT={cap} (ns, median) | ratio |")
 print("| --- | --- | --- | --- | --- |")
+rows = 0
 for (binary, name), modes in sorted(runs.items()):
     if not modes["nocap"] or not modes["cap"]:
         continue
     plain, capped = statistics.median(modes["nocap"]), statistics.median(modes["cap"])
     print(f"| {binary} | {name} | {plain:.1f} | {capped:.1f} | {capped / plain:.3f} |")
+    rows += 1
+sys.exit(0 if rows else 1)
 PY
+  summary_rc=$?
   cat "$out/cap-bench.md" >>"$log"
   if [[ $bench_failed -ne 0 ]]; then fail bench "a run failed: see $out/bench-*.err"
+  elif [[ $summary_rc -ne 0 ]]; then fail bench "no benchmark measured both ways: see $out/bench-*.err"
   else say "PASS bench (medians in $out/cap-bench.md)"; fi
 fi
 
