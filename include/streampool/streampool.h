@@ -78,6 +78,29 @@ int streampool_get_stats(streampool_stats* totals, streampool_pool_stats* pools,
  * without the NUL, as snprintf does: a value >= size means the buffer was too small. -1 on failure. */
 int streampool_stats_json(char* buffer, size_t size);
 
+/* --- the process cap (STREAMPOOL_LIMIT) ------------------------------------------------------- */
+
+/* One device's share of the process cap. Set struct_size to sizeof(streampool_device_limit) before
+ * the call. Counted whether or not a limit is set; device memory only (pinned host and managed
+ * pools, host allocations and IPC imports are not counted). */
+typedef struct streampool_device_limit {
+  uint32_t struct_size;
+  int32_t device;
+  uint64_t limit;                 /* the cap, in bytes; UINT64_MAX where none is set */
+  uint64_t charged;               /* what the cap applies to: pools_in_use + pools_cached + forwarded */
+  uint64_t pools_in_use;          /* of the pools' mapped memory: allocated to the program */
+  uint64_t pools_cached;          /* of the pools' mapped memory: free, kept for reuse */
+  uint64_t forwarded;             /* cuMemAlloc, cuMemAllocPitch and cuMemCreate memory (with a cap set) */
+  uint64_t peak;                  /* the most charged at once */
+  uint64_t estimated_uncounted;   /* an estimate, not a count: device memory that went since the first
+                                     cuMemGetInfo under the cap and that nothing above accounts for
+                                     (contexts, modules, the driver's own use, other processes) */
+} streampool_device_limit;
+
+/* Fills *info for `device`. 0, or -1 for a device streampool has not seen, a NULL info or a
+ * struct_size too small. */
+int streampool_limit_info(int device, streampool_device_limit* info);
+
 /* --- traces (format: docs/TRACE_FORMAT.md; `streampool replay`, `streampool plot`) ------------- */
 
 /* Starts recording every allocator and ordering event into the file `path` (%p: the process id,

@@ -16,6 +16,9 @@ bool host_active() noexcept;
 // into *totals (every field after struct_size; time_in_allocator_ns is filled by the caller).
 // Returns the number of live pools. May throw (the caller catches).
 int host_stats(streampool_stats* totals, streampool_pool_stats* pools, size_t capacity);
+// One device's figures of the process cap (every field after struct_size and device); false for a
+// device not seen.
+bool host_limit_info(int device, streampool_device_limit* info) noexcept;
 // The JSON report. May throw.
 std::string host_stats_json();
 

@@ -56,6 +56,18 @@ STREAMPOOL_API_EXPORT int streampool_stats_json(char* buffer, size_t size) {
   }
 }
 
+STREAMPOOL_API_EXPORT int streampool_limit_info(int device, streampool_device_limit* info) {
+  if (info == nullptr || info->struct_size < offsetof(streampool_device_limit, charged)) return -1;
+  streampool_device_limit full{};
+  full.struct_size = sizeof full;
+  full.device = device;
+  if (!streampool::api::host_limit_info(device, &full)) return -1;
+  const std::uint32_t caller_size = info->struct_size;
+  std::memcpy(info, &full, caller_size < sizeof full ? caller_size : sizeof full);
+  info->struct_size = caller_size;
+  return 0;
+}
+
 STREAMPOOL_API_EXPORT int streampool_trace_start(const char* path) {
   if (path == nullptr || path[0] == '\0') return EINVAL;
   return streampool::trace::start(path);

@@ -44,7 +44,8 @@
   X(cuEventCreate) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)    \
   X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)                  \
   X(cuMemAlloc_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged)                      \
-  X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuLaunchHostFunc)
+  X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuLaunchHostFunc)       \
+  X(cuMemAllocPitch_v2) X(cuMemGetInfo_v2)
 
 namespace streampool::driver {
 

@@ -12,6 +12,7 @@
 
 #include "fd_passing.hpp"
 #include "hooks_test_api.hpp"
+#include "streampool/streampool.h"
 
 namespace {
 
@@ -53,7 +54,19 @@ struct Report {
   unsigned long long mapped_at_start = 0;
   unsigned long long physical_imports = 0;  // the fake's cuMemImportFromShareableHandle calls
   unsigned long long mapped_after_free = 0;  // the fake's mapped bytes once every import is freed
+  unsigned long long charged_with_imports = ~0ull;  // device 0's charge to the importer's cap (none)
 };
+
+// What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
+unsigned long long cap_charged(int device) {
+  using Info = int (*)(int, streampool_device_limit*);
+  auto info = reinterpret_cast<Info>(hooks_test::streampool_symbol("streampool_limit_info"));
+  streampool_device_limit figures{};
+  figures.struct_size = sizeof figures;
+  size_t free_bytes = 0, total_bytes = 0;
+  (void)SP(cuMemGetInfo_v2)(&free_bytes, &total_bytes);  // the cap learns the devices, if not yet
+  return info != nullptr && info(device, &figures) == 0 ? figures.charged : ~0ull;
+}
 
 unsigned long long fake_mapped_bytes() {
   using Live = void (*)(unsigned long long*, unsigned long long*, unsigned long long*, unsigned long long*);
@@ -224,6 +237,9 @@ TEST_F(IpcHooks, AChildProcessImportsReadsAndWritesTheExportersMemory) {
   EXPECT_EQ(report.free_pointer[1], CUDA_SUCCESS);
   EXPECT_EQ(first_byte(small), 0xa0);  // the child's write-back
   EXPECT_EQ(first_byte(large), 0xa1);
+  // The exporter holds, and is charged for, the memory; the importer is charged nothing for it.
+  EXPECT_EQ(report.charged_with_imports, 0u);
+  EXPECT_GE(cap_charged(0), pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
   close(fd);
   EXPECT_EQ(SP(cuMemFreeAsync)(small, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemFreeAsync)(large, stream), CUDA_SUCCESS);
@@ -562,6 +578,7 @@ void import_everything(int socket) {
       EXPECT_EQ(SP(cuMemsetD8_v2)(imported[i], static_cast<unsigned char>(0xa0 + i), 1), CUDA_SUCCESS);
     }
     report.mapped_after_refusals = fake_mapped_bytes();
+    report.charged_with_imports = cap_charged(0);
     report.physical_imports = hooks_test::fake_calls("cuMemImportFromShareableHandle");
     if (order.flags & kCrashAfterImport) std::abort();
     for (int i = 0; i < order.count; ++i) {

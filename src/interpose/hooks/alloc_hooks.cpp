@@ -77,6 +77,10 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
   core::Status status = core::Status::out_of_memory;
   try {
     status = engine().allocate(pool, bytes, key, &address);
+    // Over a cap: what the other pools of the device hold unused goes back, and it is tried once more.
+    if (status == core::Status::out_of_memory && control_hooks::reclaim_for(pool)) [[unlikely]] {
+      status = engine().allocate(pool, bytes, key, &address);
+    }
   } catch (...) {
     status = core::Status::out_of_memory;
   }

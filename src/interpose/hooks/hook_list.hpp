@@ -21,7 +21,8 @@
   X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)                 \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                  \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)           \
-  X(cuGetErrorName) X(cuGetErrorString)
+  X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemCreate)          \
+  X(cuMemRelease) X(cuMemGetInfo_v2)
 
 namespace streampool::interpose {
 

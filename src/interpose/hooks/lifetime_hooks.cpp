@@ -123,6 +123,7 @@ void context_ended(CUcontext context, const ContextStreams& streams, CUdevice pr
     engine().commit(streams.ticket);
     state().ordering.context_destroyed(context);
     driver::forget_context(context);
+    control_hooks::context_ended(context);  // its cuMemAlloc memory went with it
     for (core::StreamKey key : streams.keys) engine().stream_ended(key);
     if (primary_of >= 0) {
       driver::forget_primary_context(primary_of);

@@ -72,7 +72,8 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
   try {
     auto* pointer = reinterpret_cast<void*>(dptr);
     if (ipc::is_imported_pointer(dptr)) return ipc::free_imported(dptr);
-    if (dptr == 0 || !engine().owns(pointer)) return forward(table.cuMemFree_v2, dptr);
+    // Not a pool's: the driver's, given back to the cap if it was counted there.
+    if (dptr == 0 || !engine().owns(pointer)) return control_hooks::mem_free_forwarded(dptr);
     core::BlockInfo info;
     if (!engine().lookup(pointer, &info) || info.base != static_cast<std::uintptr_t>(dptr)) {
       return CUDA_ERROR_INVALID_VALUE;  // an interior pointer, or one already freed

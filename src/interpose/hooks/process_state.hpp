@@ -15,6 +15,7 @@
 #include "driver/event_ordering.hpp"
 #include "driver/settings.hpp"
 #include "core/engine.hpp"
+#include "control/process_limit.hpp"
 #include "location_pools.hpp"
 #include "reentry_guard.hpp"
 
@@ -62,6 +63,7 @@ struct ProcessState {
   core::Engine engine{ordering};
   PoolDirectory pools{engine};
   LocationPools location_pools{engine};  // host and managed locations (location_pools.hpp)
+  control_hooks::CapState caps;            // STREAMPOOL_LIMIT (control/process_limit.hpp)
   // The state a forked child abandoned before this one was made: kept reachable, so that a leak
   // checker does not report at the child's exit what was abandoned on purpose.
   ProcessState* abandoned_before_fork = nullptr;

@@ -79,6 +79,31 @@ void append_pool(std::string& out, core::Engine& engine, PoolDirectory& director
   out += '}';
 }
 
+// Each device's share of the process cap (STREAMPOOL_LIMIT): the limit (null: none), what it
+// applies to and what holds it. estimated_uncounted is an estimate, named so in the report.
+void append_devices(std::string& out) {
+  bool first = true;
+  const int devices = control_hooks::reported_devices();
+  for (int device = 0; device < devices; ++device) {
+    control_hooks::DeviceFigures figures;
+    if (!control_hooks::device_figures(device, &figures)) continue;
+    if (!first) out += ',';
+    first = false;
+    char head[64];
+    std::snprintf(head, sizeof head, "{\"device\":%d,\"limit\":", device);
+    out += head;
+    out += figures.limit == streampool::control::kNoLimit ? "null" : std::to_string(figures.limit);
+    out += ',';
+    append_field(out, "charged", figures.pools_bytes + figures.forwarded_bytes);
+    append_field(out, "peak", figures.peak_bytes);
+    append_field(out, "pools_in_use", figures.in_use_bytes);
+    append_field(out, "pools_cached", figures.cached_bytes);
+    append_field(out, "forwarded", figures.forwarded_bytes);
+    append_field(out, "estimated_uncounted", figures.estimated_other_bytes, false);
+    out += '}';
+  }
+}
+
 // Writes all of `text` to `path` (created or truncated; a regular file only, opened without
 // blocking: a FIFO with no reader must not hold the program at exit). False with *why set when
 // any step fails, the final close included: a full disk often shows only there.
@@ -167,7 +192,9 @@ std::string stats_json() {
   append_field(out, "reserved_high", totals.reserved_high);
   append_field(out, "used_current", totals.used_current);
   append_field(out, "used_high", totals.used_high, false);
-  out += "},\"calls\":{";
+  out += "},\"devices\":[";
+  append_devices(out);
+  out += "],\"calls\":{";
   std::array<std::uint64_t, kHookCount> calls = call_totals();
   bool first = true;
   for (unsigned i = 0; i < kHookCount; ++i) {

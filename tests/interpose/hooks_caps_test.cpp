@@ -1,0 +1,476 @@
+// The process cap (STREAMPOOL_LIMIT) as the hooks enforce it over the fake driver: two devices of
+// 1 GiB, capped at 256 MiB and 128 MiB. cuMemGetInfo answers within the cap; the pools' growth
+// and the driver's own allocations (cuMemAlloc, cuMemAllocPitch, cuMemCreate) are charged and
+// refused past it with CUDA_ERROR_OUT_OF_MEMORY; cached memory of other pools goes back first; the
+// count is exact against an oracle (the pools' reserved statistic plus the driver allocations
+// made) under random programs on both devices. Bad settings: one line on stderr, no cap.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "hooks_test_api.hpp"
+#include "streampool/streampool.h"
+
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kCap0 = 256 * kMiB;
+constexpr size_t kCap1 = 128 * kMiB;
+
+// Before main, so before the first driver call (the fake and streampool read their settings then);
+// a ctest or child environment that sets them wins.
+const bool environment_set = [] {
+  setenv("STREAMPOOL_FAKE_DEVICES", "2", 0);
+  setenv("STREAMPOOL_FAKE_MEMORY", "1G", 0);
+  setenv("STREAMPOOL_LIMIT", "0:256M,1:128MiB", 0);
+  return true;
+}();
+
+streampool_device_limit limit_info(int device) {
+  using Info = int (*)(int, streampool_device_limit*);
+  auto info = reinterpret_cast<Info>(hooks_test::streampool_symbol("streampool_limit_info"));
+  streampool_device_limit figures{};
+  figures.struct_size = sizeof figures;
+  EXPECT_NE(info, nullptr);
+  if (info != nullptr) {
+    EXPECT_EQ(info(device, &figures), 0);
+  }
+  return figures;
+}
+std::uint64_t charged(int device) { return limit_info(device).charged; }
+
+class Caps : public hooks_test::DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    ASSERT_EQ(SP(cuDeviceGet)(&device1, 1), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&context1, device1), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    SP(cuCtxSetCurrent)(context);
+    DriverTest::TearDown();
+  }
+
+  CUmemoryPool pool_on(int ordinal, std::uint64_t threshold = 0) {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = ordinal;
+    CUmemoryPool pool = nullptr;
+    EXPECT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold), CUDA_SUCCESS);
+    return pool;
+  }
+  CUresult alloc_from(CUmemoryPool pool, size_t bytes, CUdeviceptr* pointer) {
+    return SP(cuMemAllocFromPoolAsync)(pointer, bytes, pool, stream);
+  }
+  void free_now(CUdeviceptr pointer) {
+    ASSERT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  }
+  std::uint64_t reserved(CUmemoryPool pool) { return pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT); }
+  std::uint64_t default_reserved(int ordinal) {
+    CUmemoryPool pool = nullptr;
+    EXPECT_EQ(SP(cuDeviceGetDefaultMemPool)(&pool, ordinal), CUDA_SUCCESS);
+    return reserved(pool);
+  }
+  void mem_info(CUcontext where, size_t* free_bytes, size_t* total_bytes) {
+    ASSERT_EQ(SP(cuCtxSetCurrent)(where), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuMemGetInfo_v2)(free_bytes, total_bytes), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  }
+
+  CUdevice device1 = 1;
+  CUcontext context1 = nullptr;
+};
+
+TEST_F(Caps, MemGetInfoAnswersTheCapAsTotalAndWhatTheProcessHoldsIsNotFree) {
+  CUmemoryPool pool = pool_on(0);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(pool, 40 * kMiB, &block), CUDA_SUCCESS);
+  size_t free0 = 0, total0 = 0, free1 = 0, total1 = 0;
+  mem_info(context, &free0, &total0);
+  mem_info(context1, &free1, &total1);
+  EXPECT_EQ(total0, kCap0);
+  EXPECT_EQ(total1, kCap1);
+  EXPECT_EQ(free0, kCap0 - charged(0));
+  EXPECT_LE(free0, kCap0 - reserved(pool));
+  EXPECT_LE(free0 + (total0 - free0), total0);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, AnAsyncAllocationPastTheCapFailsWithOutOfMemoryAndLeavesThePoolAsItWas) {
+  CUmemoryPool pool = pool_on(1);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(pool, 100 * kMiB, &block), CUDA_SUCCESS);
+  const std::uint64_t reserved_before = reserved(pool);
+  const std::uint64_t used_before = pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+  CUdeviceptr refused = 1;
+  EXPECT_EQ(alloc_from(pool, 40 * kMiB, &refused), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(refused, 0u);
+  EXPECT_EQ(reserved(pool), reserved_before);
+  EXPECT_EQ(pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), used_before);
+  EXPECT_LE(charged(1), kCap1);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, CuMemAllocIsChargedRefusedPastTheCapAndGivenBackByCuMemFree) {
+  const std::uint64_t before = charged(0);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAlloc_v2)(&block, 100 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before + 100 * kMiB);
+  EXPECT_EQ(limit_info(0).forwarded, 100 * kMiB);
+  CUdeviceptr refused = 1;
+  EXPECT_EQ(SP(cuMemAlloc_v2)(&refused, kCap0), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(refused, 0u);
+  EXPECT_EQ(hooks_test::fake_calls("cuMemAlloc_v2") > 0, true);
+  ASSERT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before);
+}
+
+TEST_F(Caps, ARefusedCuMemAllocNeverReachesTheDriver) {
+  const unsigned long long calls = hooks_test::fake_calls("cuMemAlloc_v2");
+  CUdeviceptr refused = 0;
+  EXPECT_EQ(SP(cuMemAlloc_v2)(&refused, kCap0 + 1), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(hooks_test::fake_calls("cuMemAlloc_v2"), calls);
+}
+
+TEST_F(Caps, CuMemAllocPitchIsChargedThePitchTimesTheRowsAndUndoneWhenItDoesNotFit) {
+  const std::uint64_t before = charged(0);
+  CUdeviceptr block = 0;
+  size_t pitch = 0;
+  ASSERT_EQ(SP(cuMemAllocPitch_v2)(&block, &pitch, 1000, 4096, 4), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before + pitch * 4096);
+  CUdeviceptr refused = 1;
+  size_t refused_pitch = 0;
+  EXPECT_EQ(SP(cuMemAllocPitch_v2)(&refused, &refused_pitch, 1 << 20, 512, 4), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(refused, 0u);
+  EXPECT_EQ(charged(0), before + pitch * 4096);
+  ASSERT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before);
+}
+
+TEST_F(Caps, CuMemCreateOfDeviceMemoryIsChargedUntilCuMemRelease) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 1;
+  const std::uint64_t before = charged(1);
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(SP(cuMemCreate)(&handle, 64 * kMiB, &prop, 0), CUDA_SUCCESS);
+  EXPECT_EQ(charged(1), before + 64 * kMiB);
+  CUmemGenericAllocationHandle refused = 0;
+  EXPECT_EQ(SP(cuMemCreate)(&refused, 128 * kMiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+  ASSERT_EQ(SP(cuMemRelease)(handle), CUDA_SUCCESS);
+  EXPECT_EQ(charged(1), before);
+}
+
+TEST_F(Caps, PastTheCapAnotherPoolsCachedMemoryIsReleasedFirst) {
+  CUmemoryPool keeper = pool_on(0, UINT64_MAX);  // keeps everything freed
+  CUmemoryPool other = pool_on(0);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(keeper, 200 * kMiB, &block), CUDA_SUCCESS);
+  free_now(block);
+  ASSERT_GE(reserved(keeper), 200 * kMiB);
+  CUdeviceptr second = 0;
+  ASSERT_EQ(alloc_from(other, 100 * kMiB, &second), CUDA_SUCCESS);
+  EXPECT_LT(reserved(keeper), 200 * kMiB);
+  EXPECT_LE(charged(0), kCap0);
+  free_now(second);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(keeper), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(other), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, ACuMemAllocPastTheCapTakesWhatThePoolsHoldUnused) {
+  CUmemoryPool keeper = pool_on(0, UINT64_MAX);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(keeper, 200 * kMiB, &block), CUDA_SUCCESS);
+  free_now(block);
+  CUdeviceptr plain = 0;
+  ASSERT_EQ(SP(cuMemAlloc_v2)(&plain, 150 * kMiB), CUDA_SUCCESS);
+  EXPECT_LE(charged(0), kCap0);
+  EXPECT_EQ(limit_info(0).pools_cached, reserved(keeper) - 0);
+  ASSERT_EQ(SP(cuMemFree_v2)(plain), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(keeper), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, InUseAndCachedAreReportedApart) {
+  CUmemoryPool keeper = pool_on(1, UINT64_MAX);
+  CUdeviceptr kept = 0, freed = 0;
+  ASSERT_EQ(alloc_from(keeper, 10 * kMiB, &kept), CUDA_SUCCESS);
+  ASSERT_EQ(alloc_from(keeper, 20 * kMiB, &freed), CUDA_SUCCESS);
+  free_now(freed);
+  const streampool_device_limit figures = limit_info(1);
+  EXPECT_EQ(figures.limit, kCap1);
+  EXPECT_EQ(figures.pools_in_use, 10 * kMiB);
+  EXPECT_EQ(figures.pools_in_use + figures.pools_cached, reserved(keeper) + default_reserved(1));
+  EXPECT_GE(figures.peak, figures.charged);
+  const std::string report = hooks_test::stats_report();
+  EXPECT_NE(report.find("\"devices\":[{\"device\":0,\"limit\":268435456,"), std::string::npos) << report;
+  EXPECT_NE(report.find("{\"device\":1,\"limit\":134217728,"), std::string::npos) << report;
+  free_now(kept);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(keeper), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, AFreeWithCuMemFreeOfAPoolPointerGivesItsMemoryBackAsThePoolDoes) {
+  CUmemoryPool pool = pool_on(0);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(pool, 60 * kMiB, &block), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(limit_info(0).pools_in_use + limit_info(0).pools_cached, reserved(pool) + default_reserved(0));
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, HostAndManagedPoolsAreNotChargedToAnyDevice) {
+  const std::uint64_t before0 = charged(0), before1 = charged(1);
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+  CUmemoryPool host = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&host, &props), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(host, 300 * kMiB, &block), CUDA_SUCCESS);  // more than either cap
+  EXPECT_EQ(charged(0), before0);
+  EXPECT_EQ(charged(1), before1);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(host), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, ManagedPoolsAreNotCharged) {
+  const std::uint64_t before0 = charged(0), before1 = charged(1);
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED;
+  props.location.type = CU_MEM_LOCATION_TYPE_NONE;
+  CUmemoryPool managed = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&managed, &props), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(managed, 300 * kMiB, &block), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before0);
+  EXPECT_EQ(charged(1), before1);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(managed), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, AnExportablePoolIsChargedAndRefusedPastTheCapLikeAnyDevicePool) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 1;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);
+  const std::uint64_t before = charged(1);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(pool, 3 * kMiB, &block), CUDA_SUCCESS);
+  EXPECT_EQ(charged(1), before + reserved(pool));
+  CUdeviceptr refused = 0;
+  EXPECT_EQ(alloc_from(pool, kCap1, &refused), CUDA_ERROR_OUT_OF_MEMORY);
+  free_now(block);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// Random programs on both devices: after every step each device's charge is exactly the reserved
+// memory of its pools plus the driver allocations alive, and never above its cap.
+TEST_F(Caps, RandomProgramsKeepTheCountEqualToThePoolsReservationsAndTheDriverAllocations) {
+  const size_t limits[2] = {kCap0, kCap1};
+  CUcontext contexts[2] = {context, context1};
+  std::vector<CUmemoryPool> pools = {pool_on(0), pool_on(1), pool_on(0, 64 * kMiB), pool_on(1, UINT64_MAX)};
+  const int device_of[] = {0, 1, 0, 1};
+  struct Block {
+    CUdeviceptr pointer;
+    int device;
+    size_t bytes;  // a driver allocation's, else 0
+  };
+  std::vector<Block> pool_blocks, driver_blocks;
+  std::mt19937 random(18);
+  size_t refusals = 0;
+  for (int step = 0; step < 600; ++step) {
+    const auto action = random() % 12;
+    if (action < 5) {
+      const size_t which = random() % pools.size();
+      const size_t bytes = random() % 3 == 0 ? (1 + random() % 60) * kMiB : 512 * (1 + random() % 2048);
+      CUdeviceptr pointer = 0;
+      const CUresult result = alloc_from(pools[which], bytes, &pointer);
+      if (result == CUDA_SUCCESS) {
+        pool_blocks.push_back({pointer, device_of[which], 0});
+      } else {
+        ++refusals;
+        ASSERT_EQ(result, CUDA_ERROR_OUT_OF_MEMORY);
+      }
+    } else if (action < 7 && !pool_blocks.empty()) {
+      const size_t index = random() % pool_blocks.size();
+      if (random() % 3 == 0) {
+        ASSERT_EQ(SP(cuMemFree_v2)(pool_blocks[index].pointer), CUDA_SUCCESS);
+      } else {
+        ASSERT_EQ(SP(cuMemFreeAsync)(pool_blocks[index].pointer, stream), CUDA_SUCCESS);
+      }
+      pool_blocks[index] = pool_blocks.back();
+      pool_blocks.pop_back();
+    } else if (action == 7) {
+      const int where = static_cast<int>(random() % 2);
+      const size_t bytes = (1 + random() % 40) * kMiB;
+      ASSERT_EQ(SP(cuCtxSetCurrent)(contexts[where]), CUDA_SUCCESS);
+      CUdeviceptr pointer = 0;
+      const CUresult result = SP(cuMemAlloc_v2)(&pointer, bytes);
+      ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+      if (result == CUDA_SUCCESS) {
+        driver_blocks.push_back({pointer, where, bytes});
+      } else {
+        ++refusals;
+        ASSERT_EQ(result, CUDA_ERROR_OUT_OF_MEMORY);
+      }
+    } else if (action == 8 && !driver_blocks.empty()) {
+      const size_t index = random() % driver_blocks.size();
+      ASSERT_EQ(SP(cuMemFree_v2)(driver_blocks[index].pointer), CUDA_SUCCESS);
+      driver_blocks[index] = driver_blocks.back();
+      driver_blocks.pop_back();
+    } else if (action == 9) {
+      ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    } else if (action == 10) {
+      ASSERT_EQ(SP(cuMemPoolTrimTo)(pools[random() % pools.size()], (random() % 3) * 16 * kMiB), CUDA_SUCCESS);
+    }
+    for (int ordinal = 0; ordinal < 2; ++ordinal) {
+      std::uint64_t oracle = default_reserved(ordinal);
+      for (size_t p = 0; p < pools.size(); ++p) {
+        if (device_of[p] == ordinal) oracle += reserved(pools[p]);
+      }
+      for (const Block& block : driver_blocks) {
+        if (block.device == ordinal) oracle += block.bytes;
+      }
+      ASSERT_EQ(charged(ordinal), oracle) << "device " << ordinal << " at step " << step;
+      ASSERT_LE(charged(ordinal), limits[ordinal]);
+    }
+  }
+  EXPECT_GT(refusals, 0u);
+  for (const Block& block : pool_blocks) ASSERT_EQ(SP(cuMemFreeAsync)(block.pointer, stream), CUDA_SUCCESS);
+  for (const Block& block : driver_blocks) ASSERT_EQ(SP(cuMemFree_v2)(block.pointer), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  for (CUmemoryPool pool : pools) ASSERT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// ---- children: other settings, and a context reset (run by the tests after them) ----
+
+// Everything the child writes to stderr from here on, into `path`.
+void capture_stderr(const char* path) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_GE(dup2(fd, 2), 0);
+  close(fd);
+}
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+size_t lines_with(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+// The total cuMemGetInfo answers on device 0, in a fresh child (its first driver calls are these).
+size_t child_total() {
+  EXPECT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
+  CUcontext primary = nullptr;
+  EXPECT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  size_t free_bytes = 0, total_bytes = 0;
+  EXPECT_EQ(SP(cuMemGetInfo_v2)(&free_bytes, &total_bytes), CUDA_SUCCESS);
+  return total_bytes;
+}
+
+TEST(CapsChild, DISABLED_ABadSettingIsOneLineAndNoCap) {
+  const char* log = std::getenv("CAPS_CHILD_STDERR");
+  ASSERT_NE(log, nullptr);
+  capture_stderr(log);
+  EXPECT_EQ(child_total(), size_t{1} << 30);
+  CUdeviceptr block = 0;  // allocations carry on, uncapped
+  EXPECT_EQ(SP(cuMemAlloc_v2)(&block, 900 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+}
+
+TEST(CapsChild, DISABLED_AShareOfTheDeviceIsTheCap) { EXPECT_EQ(child_total(), 256 * kMiB); }
+
+TEST(CapsChild, DISABLED_AnEntryForADeviceTheMachineLacksIsIgnoredAndTheRestApplies) {
+  const char* log = std::getenv("CAPS_CHILD_STDERR");
+  ASSERT_NE(log, nullptr);
+  capture_stderr(log);
+  ASSERT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  size_t free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(SP(cuMemGetInfo_v2)(&free_bytes, &total_bytes), CUDA_SUCCESS);
+  EXPECT_EQ(total_bytes, 64 * kMiB);
+}
+
+TEST(CapsChild, DISABLED_AContextResetGivesBackItsDriverAllocations) {
+  ASSERT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAlloc_v2)(&block, 200 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(charged(0), 200 * kMiB);
+  ASSERT_EQ(SP(cuDevicePrimaryCtxReset_v2)(0), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), 0u);
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemAlloc_v2)(&block, 200 * kMiB), CUDA_SUCCESS);  // the cap is free again
+}
+
+class CapSettings : public ::testing::Test {
+ protected:
+  std::string log_path = "/tmp/streampool_caps_child_" + std::to_string(getpid()) + ".log";
+  void TearDown() override { std::remove(log_path.c_str()); }
+  std::string run_bad(const std::string& setting) {
+    EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_ABadSettingIsOneLineAndNoCap",
+                                         {"STREAMPOOL_LIMIT=" + setting, "CAPS_CHILD_STDERR=" + log_path,
+                                          "STREAMPOOL_FAKE_DEVICES=1"}),
+              0);
+    return read_text(log_path);
+  }
+};
+
+TEST_F(CapSettings, AWordIsRefusedWithOneLineAndNoCap) {
+  const std::string text = run_bad("lots");
+  EXPECT_EQ(lines_with(text, "streampool: "), 1u) << text;
+  EXPECT_EQ(lines_with(text, "STREAMPOOL_LIMIT=lots ignored"), 1u) << text;
+}
+
+TEST_F(CapSettings, AShareAboveTheWholeDeviceIsRefusedWithOneLineAndNoCap) {
+  const std::string text = run_bad("150%");
+  EXPECT_EQ(lines_with(text, "streampool: "), 1u) << text;
+  EXPECT_EQ(lines_with(text, "STREAMPOOL_LIMIT=150% ignored"), 1u) << text;
+}
+
+TEST_F(CapSettings, AShareResolvesAgainstTheDevicesMemory) {
+  EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_AShareOfTheDeviceIsTheCap",
+                                       {"STREAMPOOL_LIMIT=25%", "STREAMPOOL_FAKE_DEVICES=1"}),
+            0);
+}
+
+TEST_F(CapSettings, AMissingDeviceIsOneLineAndItsEntryIgnored) {
+  EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_AnEntryForADeviceTheMachineLacksIsIgnoredAndTheRestApplies",
+                                       {"STREAMPOOL_LIMIT=0:64M,2:4G", "CAPS_CHILD_STDERR=" + log_path,
+                                        "STREAMPOOL_FAKE_DEVICES=1"}),
+            0);
+  const std::string text = read_text(log_path);
+  EXPECT_EQ(lines_with(text, "streampool: "), 1u) << text;
+  EXPECT_EQ(lines_with(text, "device 2"), 1u) << text;
+}
+
+TEST_F(CapSettings, AContextResetGivesBackTheDriverAllocationsOfItsContext) {
+  EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_AContextResetGivesBackItsDriverAllocations",
+                                       {"STREAMPOOL_LIMIT=300M", "STREAMPOOL_FAKE_DEVICES=1"}),
+            0);
+}
+
+}  // namespace
