@@ -58,6 +58,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -1114,6 +1115,7 @@ def run_schema(mutants, args, results_path, previous, meta):
     meta["tests"] = len(tests)
     results = dict(previous)
     ordered = []
+    todo = []
     for number, mutant in sorted(by_number.items()):
         if number in excluded:
             continue
@@ -1121,19 +1123,44 @@ def run_schema(mutants, args, results_path, previous, meta):
         if done is not None and done.before == mutant.before and done.after == mutant.after:
             ordered.append(done)
             continue
+        todo.append((number, mutant))
+    runners = [runner] + [reach_tests.Runner(copy, log, args.jobs)
+                          for copy in reach_tests.build_copies(build_dir, args.workers - 1)]
+    lock = threading.Lock()
+
+    def one(number, mutant, worker_runner):
         begin = time.time()
-        status, failed, ran, note = reach_tests.run_mutant(number, reached, names, runner, environment)
+        status, failed, ran, note = reach_tests.run_mutant(number, reached, names, worker_runner, environment)
         tested = time.time() - begin
         reaching = sum(1 for _, ids in reached.values() if number in ids)
         result = Result(mutant.id, mutant.file, mutant.line, mutant.rule, mutant.before, mutant.after, status,
                         failed, 0.0, round(tested, 1), reaching, ran, note)
-        results[mutant.id] = result
-        ordered.append(result)
-        save_results(results_path, list(results.values()), meta)
-        print(f"[{number}/{len(mutants)}] {mutant.id}: {status.upper()} {', '.join(failed)} "
-              f"({ran} of {reaching} reaching tests, {tested:.0f} s){' ' + note if note else ''}", flush=True)
+        with lock:
+            results[mutant.id] = result
+            ordered.append(result)
+            save_results(results_path, list(results.values()), meta)
+            print(f"[{number}/{len(mutants)}] {mutant.id}: {status.upper()} {', '.join(failed)} "
+                  f"({ran} of {reaching} reaching tests, {tested:.0f} s){' ' + note if note else ''}", flush=True)
+
+    def worker(worker_runner):
+        while True:
+            with lock:
+                if not todo:
+                    return
+                number, mutant = todo.pop(0)
+            one(number, mutant, worker_runner)
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     apart = [by_number[n] for n in sorted(excluded)]
-    if apart:
+    meta["apart"] = [m.id for m in apart]
+    if apart and args.skip_apart:
+        print(f"{len(apart)} mutants the schema cannot hold are left for a --rebuild-each run "
+              f"(their ids: meta.apart of {results_path})", flush=True)
+    elif apart:
         print(f"{len(apart)} mutants the schema cannot hold: built one by one", flush=True)
         each = argparse.Namespace(**{**vars(args), "keep": os.path.join(work, "each")})
         ordered += run_mutants(apart, each, None, previous, dict(meta))
@@ -1290,6 +1317,10 @@ def main(argv=None):
     parser.add_argument("--markdown", default="")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--rebuild-each", action="store_true")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--skip-apart", action="store_true")
+    parser.add_argument("--ids", default="")
+    parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
 
     rules = [r.strip() for r in args.rules.split(",") if r.strip()]
@@ -1302,6 +1333,11 @@ def main(argv=None):
     if args.sample and args.sample < total:
         chosen = set(m.id for m in random.Random(args.seed).sample(mutants, args.sample))
         mutants = [m for m in mutants if m.id in chosen]
+    every = mutants
+    if args.ids:
+        with open(args.ids) as source:
+            wanted = {line.split()[0] for line in source if line.strip()}
+        mutants = [m for m in mutants if m.id in wanted]
     if args.list:
         for m in mutants:
             print(f"{m.id}  {m.describe()}")
@@ -1317,10 +1353,21 @@ def main(argv=None):
     results_path = args.results or (os.path.join(args.keep, "results.json") if args.keep else "")
     if args.resume and not results_path:
         raise SystemExit("--resume needs --results FILE or --keep DIR")
-    previous = load_results(results_path) if args.resume else {}
+    previous = load_results(results_path) if args.resume or args.report_only else {}
     meta = {"total": total, "sample": bool(args.sample and args.sample < total), "seed": args.seed,
             "files": [f for f, _ in files], "rules": rules}
-    if args.rebuild_each:
+    if previous and os.path.isfile(results_path):
+        # A resumed run keeps what the first one recorded (its method, its tests, its time).
+        with open(results_path) as source:
+            meta = {**json.load(source).get("meta", {}), **meta}
+    if args.report_only:
+        # The document from the results JSON as it stands (runs of parts of the mutants, e.g. a
+        # schema run and a --rebuild-each run of what the schema could not hold, into one file).
+        with open(results_path) as source:
+            meta = {**meta, **json.load(source).get("meta", {}), "total": total}
+        results = [previous[m.id] for m in every if m.id in previous]
+        mutants = every
+    elif args.rebuild_each:
         results = run_mutants(mutants, args, results_path, previous, meta)
     else:
         results = run_schema(mutants, args, results_path, previous, meta)

@@ -45,8 +45,19 @@ def copy_tree(destination, root=ROOT, keep=()):
     """Brings the copy up to the working tree: files that differ are written (with a fresh time, so
     that a kept build rebuilds them), the others left alone, and the paths of `keep` (relative to
     the tree: files the caller writes itself) left as they are."""
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                           cwd=root, stdout=subprocess.PIPE, check=True).stdout.decode().split("\0")
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if listed.returncode == 0:
+        files = listed.stdout.decode().split("\0")
+    else:
+        # A copy of the tree without its .git (as a build machine may get it): every file but the
+        # build folders (/build*/, as .gitignore has them), caches and the destination itself.
+        files = []
+        destination_real = os.path.realpath(destination)
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = [d for d in subfolders if not (folder == root and (d.startswith("build") or d == ".git"))
+                             and d != "__pycache__" and os.path.realpath(os.path.join(folder, d)) != destination_real]
+            files += [os.path.relpath(os.path.join(folder, name), root) for name in names if not name.endswith(".pyc")]
     # Files the working tree no longer has go from the copy too (its build directory stays).
     wanted = {os.path.normpath(name) for name in files if name}
     for folder, subfolders, names in os.walk(destination):

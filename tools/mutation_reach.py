@@ -78,6 +78,31 @@ class Runner:
         return done
 
 
+def build_copies(build_dir, count):
+    """`count` copies of the build, one per extra worker: tests write their outputs in their build
+    folders, so two mutants' runs of one test must not share one. Each copy's test lists (ctest's
+    .cmake files) name the copy; its programs still load the libraries of the build they were
+    linked in (the same files). Kept (and reused) beside the build."""
+    copies = []
+    for index in range(1, count + 1):
+        copy = f"{build_dir}-worker{index}"
+        if not os.path.isdir(copy):
+            subprocess.run(["cp", "-a", build_dir, copy], check=True)
+            for folder, subfolders, names in os.walk(copy):
+                if "CMakeFiles" in subfolders:
+                    subfolders.remove("CMakeFiles")
+                for name in names:
+                    # ctest's files, and the test lists gtest_discover_tests wrote beside them
+                    if name.endswith(".cmake") or name == "DartConfiguration.tcl":
+                        path = os.path.join(folder, name)
+                        with open(path) as source:
+                            text = source.read()
+                        with open(path, "w") as out:
+                            out.write(text.replace(build_dir + "/", copy + "/").replace(build_dir + '"', copy + '"'))
+        copies.append(copy)
+    return copies
+
+
 def reach(build_dir, tests, reach_dir, runner, environment):
     """Runs every test with no mutant active; returns {number: (seconds, set of mutants reached)} and
     the tests that failed."""
