@@ -284,7 +284,6 @@ bool GroupBudget::try_charge(int device, std::uint64_t bytes) noexcept {
   if (device < 0) return false;
   if (device >= static_cast<int>(group::kMaxDevices) || bytes == 0) return true;
   if (::getpid() != self_.pid || !lock()) return false;
-  at(GroupPoint::kAdmitLocked);
   std::uint64_t limit = header_->limit[device].load(std::memory_order_relaxed);
   auto fits = [&] {
     std::uint64_t total = sum_live(device);
@@ -292,6 +291,7 @@ bool GroupBudget::try_charge(int device, std::uint64_t bytes) noexcept {
   };
   // Dead members are looked for only when their share is what stands in the way.
   bool admitted = fits() || (reclaim_locked() > 0 && fits());
+  at(GroupPoint::kAdmitLocked);
   if (admitted) {
     slot_->charged[device].fetch_add(bytes, std::memory_order_acq_rel);
     at(GroupPoint::kAdmitCharged);

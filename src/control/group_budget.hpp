@@ -114,7 +114,7 @@ std::optional<std::uint64_t> parse_group_limit(std::string_view text) noexcept;
 enum class GroupPoint {
   kJoinLocked,      // join: lock held, slot not claimed yet
   kJoinClaiming,    // join: slot's owner written, not live yet
-  kAdmitLocked,     // admission: lock held, nothing charged yet
+  kAdmitLocked,     // admission: lock held, the group's sum taken, nothing charged yet
   kAdmitCharged,    // admission: own slot charged, lock still held
   kUncharging,      // give-back: before the slot is lowered
   kReclaiming,      // a dead slot's charges cleared, not freed yet (lock held)

@@ -180,7 +180,7 @@ TEST_F(GroupTest, TheViewListsEveryMemberWithItsCharges) {
 }
 
 TEST_F(GroupTest, ThreadsChargingTogetherNeverPassTheLimit) {
-  constexpr std::uint64_t kLimit = 16 * kMiB;
+  constexpr std::uint64_t kLimit = 12 * kMiB;
   auto member = join(kLimit);
   ASSERT_TRUE(member);
   // What the threads hold by their own count: raised after a charge is admitted, lowered before it
@@ -188,22 +188,25 @@ TEST_F(GroupTest, ThreadsChargingTogetherNeverPassTheLimit) {
   std::atomic<std::uint64_t> held{0};
   std::atomic<int> over_limit{0};
   std::atomic<int> refused{0};
+  set_group_point_hook(testing_support::yield_inside_admission);
   std::vector<std::thread> threads;
   for (int thread = 0; thread < 6; ++thread) {
     threads.emplace_back([&, thread] {
       std::uint64_t size = (static_cast<std::uint64_t>(thread) + 3) * kMiB;
-      for (int round = 0; round < 3000; ++round) {
+      for (int round = 0; round < 2000; ++round) {
         if (!member->try_charge(0, size)) {
           refused.fetch_add(1);
           continue;
         }
         if (held.fetch_add(size) + size > kLimit) over_limit.fetch_add(1);
+        std::this_thread::yield();
         held.fetch_sub(size);
         member->uncharge(0, size);
       }
     });
   }
   for (auto& thread : threads) thread.join();
+  set_group_point_hook(nullptr);
 
   EXPECT_EQ(over_limit.load(), 0);
   EXPECT_GT(refused.load(), 0);

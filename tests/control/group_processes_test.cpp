@@ -37,10 +37,11 @@ TEST_P(GroupProcessesTest, ChargingTogetherNeverPassesTheLimitAndEndsAtZero) {
     if (child == 0) {
       auto member = GroupBudget::open(options(kLimit)).budget;
       if (!member) ::_exit(2);
+      set_group_point_hook(testing_support::yield_inside_admission);
       while (ledger->start.load() == 0) ::sched_yield();
       std::minstd_rand random(static_cast<unsigned>(child_index) + 1);
       std::vector<std::uint64_t> standing;  // up to three charges held across rounds
-      for (int round = 0; round < 6000; ++round) {
+      for (int round = 0; round < 3000; ++round) {
         if (standing.size() < 3) {
           std::uint64_t size = (random() % 24 + 1) * kMiB;
           if (member->try_charge(round % 2, size)) {

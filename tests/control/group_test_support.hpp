@@ -2,6 +2,7 @@
 // What the group budget's tests share: a fresh folder per test for the region files, a group's
 // options, memory shared with forked children, and the wait for a child's end.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +64,12 @@ inline int wait_for(pid_t child) {
   while (::waitpid(child, &status, 0) < 0) {
   }
   return status;
+}
+
+// Lets other threads and processes run between an admission's sum and its charge, so that an
+// admission that did not hold the lock over both would be caught passing the limit.
+inline void yield_inside_admission(GroupPoint point) {
+  if (point == GroupPoint::kAdmitLocked) ::sched_yield();
 }
 
 inline bool killed_by_sigkill(int status) { return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL; }
