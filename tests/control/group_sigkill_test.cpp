@@ -242,8 +242,7 @@ TEST_F(GroupSigkillTest, ASlotWhosePidNowNamesALaterProcessIsReclaimed) {
   // The slot's owner started one tick after this process: the pid was reused since.
   group::MemberSlot& slot = slot_of(stale->slot_index());
   slot.start_time.store(group::self_identity().start_time + 1);
-  // The dead owner runs no destructor.
-  static_cast<void>(stale.release());
+  testing_support::abandon(std::move(stale));
 
   EXPECT_TRUE(survivor_->try_charge(0, kLimit - kSurvivorShare));
   EXPECT_EQ(slot.state.load(), group::kSlotFree);
@@ -272,7 +271,7 @@ TEST_F(GroupSigkillTest, AMemberOfAnotherPidNamespaceIsNotJudged) {
   group::MemberSlot& slot = slot_of(foreign->slot_index());
   slot.pid.store(gone);
   slot.pid_namespace.store(group::self_identity().pid_namespace + 1);
-  static_cast<void>(foreign.release());
+  testing_support::abandon(std::move(foreign));
 
   EXPECT_FALSE(survivor_->try_charge(0, kLimit - kSurvivorShare));
   EXPECT_EQ(survivor_->reclaim_dead_members(), 0u);
