@@ -118,7 +118,7 @@ TEST_F(GroupSigkillTest, MembersKilledAtRandomInstantsLeaveTheCountExact) {
   std::uint64_t recoveries = group_lock_recoveries() - recoveries_before;
   std::printf("%d kills in %.2f s, %llu of them with the lock held\n", kills, seconds,
               static_cast<unsigned long long>(recoveries));
-  EXPECT_GT(recoveries, 0u);
+  // How many landed with the lock held depends on timing; GroupPointTest kills there every time.
   // A member killed before it charged anything leaves a slot of no weight, found when looked for.
   survivor_->reclaim_dead_members();
   EXPECT_EQ(view().members.size(), 1u);
