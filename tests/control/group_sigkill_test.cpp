@@ -203,7 +203,7 @@ TEST_F(GroupSigkillTest, AMemberKilledHoldingTheLockDeadlocksNoOne) {
   EXPECT_TRUE(survivor_->try_charge(0, kLimit - kSurvivorShare));
   auto waited = std::chrono::steady_clock::now() - started;
 
-  EXPECT_LT(waited, std::chrono::milliseconds(500));
+  EXPECT_LT(waited, std::chrono::milliseconds(1500));  // the lock is waited for 2 s at most
   EXPECT_EQ(group_lock_recoveries() - recoveries_before, 1u);
   EXPECT_EQ(survivor_->charged(0), kLimit);
   auto newcomer = join(kLimit);
