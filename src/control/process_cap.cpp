@@ -10,6 +10,26 @@ void ProcessCap::set_limit(int device, std::uint64_t bytes) noexcept {
   if (bytes != kNoLimit) any_limit_.store(true, std::memory_order_release);
 }
 
+void ProcessCap::share_with(Budget* shared) noexcept { shared_.store(shared, std::memory_order_release); }
+
+std::uint64_t ProcessCap::effective_limit(int device) const noexcept {
+  const std::uint64_t own = limit(device);
+  const Budget* shared = shared_.load(std::memory_order_acquire);
+  const std::uint64_t theirs = shared == nullptr ? kNoLimit : shared->limit(device);
+  return own < theirs ? own : theirs;
+}
+
+std::uint64_t ProcessCap::effective_headroom(int device) const noexcept {
+  const std::uint64_t own = headroom(device);
+  const Budget* shared = shared_.load(std::memory_order_acquire);
+  if (shared == nullptr) return own;
+  const std::uint64_t group_limit = shared->limit(device);
+  if (group_limit == kNoLimit) return own;
+  const std::uint64_t group_charged = shared->charged(device);
+  const std::uint64_t theirs = group_charged >= group_limit ? 0 : group_limit - group_charged;
+  return own < theirs ? own : theirs;
+}
+
 std::uint64_t ProcessCap::limit(int device) const noexcept {
   return valid(device) ? devices_[device].limit.load(std::memory_order_acquire) : kNoLimit;
 }
@@ -43,6 +63,11 @@ bool ProcessCap::try_charge(Holder holder, int device, std::uint64_t bytes) noex
     if (__builtin_add_overflow(now, bytes, &next) || next > cap) return false;
     if (slot.total.compare_exchange_weak(now, next, std::memory_order_acq_rel, std::memory_order_relaxed)) break;
   }
+  // The group's admission after the process's own: a refusal there takes back what was taken here.
+  if (Budget* shared = shared_.load(std::memory_order_acquire); shared != nullptr && !shared->try_charge(device, bytes)) {
+    slot.total.fetch_sub(bytes, std::memory_order_acq_rel);
+    return false;
+  }
   slot.held[static_cast<int>(holder)].fetch_add(bytes, std::memory_order_acq_rel);
   const std::uint64_t reached = now + bytes;  // what the successful exchange made the total
   std::uint64_t seen = slot.peak.load(std::memory_order_relaxed);
@@ -63,6 +88,9 @@ void ProcessCap::uncharge(Holder holder, int device, std::uint64_t bytes) noexce
     taken = bytes < had ? bytes : had;
   } while (!part.compare_exchange_weak(had, had - taken, std::memory_order_acq_rel, std::memory_order_relaxed));
   slot.total.fetch_sub(taken, std::memory_order_acq_rel);
+  if (Budget* shared = shared_.load(std::memory_order_acquire); shared != nullptr && taken != 0) {
+    shared->uncharge(device, taken);
+  }
 }
 
 }  // namespace streampool::control

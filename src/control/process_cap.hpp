@@ -27,6 +27,10 @@ class ProcessCap final : public Budget {
   ProcessCap() noexcept;
 
   void set_limit(int device, std::uint64_t bytes) noexcept;
+  // A budget every charge must also pass (the group's, STREAMPOOL_GROUP): a charge is made on both
+  // or on neither, and what is given back here is given back there. Set once, before the first
+  // charge; the budget must outlive the cap.
+  void share_with(Budget* shared) noexcept;
 
   // Budget: charges made as the pools' (what CappedBacking charges).
   bool try_charge(int device, std::uint64_t bytes) noexcept override { return try_charge(Holder::pools, device, bytes); }
@@ -39,10 +43,15 @@ class ProcessCap final : public Budget {
   std::uint64_t held(Holder holder, int device) const noexcept;
   // Under the limit: what may still be charged on the device (kNoLimit where there is none).
   std::uint64_t headroom(int device) const noexcept;
+  // The limit and the headroom with the shared budget's taken into account: the lower of the two.
+  std::uint64_t effective_limit(int device) const noexcept;
+  std::uint64_t effective_headroom(int device) const noexcept;
   // The most ever charged on the device at once.
   std::uint64_t peak(int device) const noexcept;
   // Whether any device has a limit.
-  bool any_limit() const noexcept { return any_limit_.load(std::memory_order_acquire); }
+  bool any_limit() const noexcept {
+    return any_limit_.load(std::memory_order_acquire) || shared_.load(std::memory_order_acquire) != nullptr;
+  }
 
  private:
   struct alignas(64) Device {
@@ -55,6 +64,7 @@ class ProcessCap final : public Budget {
 
   Device devices_[kMaxDevices];
   std::atomic<bool> any_limit_{false};
+  std::atomic<Budget*> shared_{nullptr};
 };
 
 }  // namespace streampool::control

@@ -117,3 +117,63 @@ TEST(ProcessCap, ConcurrentChargesNeverPassTheLimitAndCountExactly) {
 
 }  // namespace
 }  // namespace streampool::control
+
+
+namespace streampool::control {
+namespace {
+
+// A budget of one fixed limit, standing in for the group's (STREAMPOOL_GROUP).
+class FixedBudget final : public Budget {
+ public:
+  explicit FixedBudget(std::uint64_t limit) : limit_(limit) {}
+  bool try_charge(int, std::uint64_t bytes) noexcept override {
+    if (charged_ + bytes > limit_) return false;
+    charged_ += bytes;
+    return true;
+  }
+  void uncharge(int, std::uint64_t bytes) noexcept override { charged_ -= bytes < charged_ ? bytes : charged_; }
+  std::uint64_t limit(int) const noexcept override { return limit_; }
+  std::uint64_t charged(int) const noexcept override { return charged_; }
+
+ private:
+  std::uint64_t limit_;
+  std::uint64_t charged_ = 0;
+};
+
+TEST(ProcessCap, AChargeTheSharedBudgetRefusesIsTakenBackFromTheProcess) {
+  ProcessCap cap;
+  FixedBudget group(100);
+  cap.set_limit(0, 1000);
+  cap.share_with(&group);
+  ASSERT_TRUE(cap.try_charge(Holder::pools, 0, 80));
+  EXPECT_FALSE(cap.try_charge(Holder::forwarded, 0, 30));
+  EXPECT_EQ(cap.charged(0), 80u);
+  EXPECT_EQ(cap.held(Holder::forwarded, 0), 0u);
+  EXPECT_EQ(group.charged(0), 80u);
+}
+
+TEST(ProcessCap, WhatIsGivenBackIsGivenBackToTheSharedBudgetToo) {
+  ProcessCap cap;
+  FixedBudget group(100);
+  cap.share_with(&group);
+  ASSERT_TRUE(cap.try_charge(Holder::pools, 0, 60));
+  cap.uncharge(Holder::pools, 0, 100);  // more than was charged: only the 60 go back, both sides
+  EXPECT_EQ(cap.charged(0), 0u);
+  EXPECT_EQ(group.charged(0), 0u);
+  EXPECT_TRUE(cap.any_limit());
+}
+
+TEST(ProcessCap, TheEffectiveLimitAndHeadroomAreTheLowerOfTheProcessAndTheGroup) {
+  ProcessCap cap;
+  FixedBudget group(100);
+  cap.set_limit(0, 1000);
+  cap.share_with(&group);
+  ASSERT_TRUE(group.try_charge(0, 70));  // another member's share
+  ASSERT_TRUE(cap.try_charge(Holder::pools, 0, 10));
+  EXPECT_EQ(cap.effective_limit(0), 100u);
+  EXPECT_EQ(cap.effective_headroom(0), 20u);
+  EXPECT_EQ(cap.headroom(0), 990u);
+}
+
+}  // namespace
+}  // namespace streampool::control

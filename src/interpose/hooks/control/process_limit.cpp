@@ -36,11 +36,18 @@ void resolve(CapState& s) noexcept {
   if (s.resolved.load(std::memory_order_acquire)) return;
   std::lock_guard lock(s.resolve_mutex);
   if (s.resolved.load(std::memory_order_relaxed)) return;
-  if (!s.setting_read) read_setting_locked(s);
+  if (!s.setting_read) {
+    read_setting_locked(s);
+    // The group's budget is joined once, with the process's own settings; every charge of the
+    // cap passes it too (ProcessCap::share_with).
+    s.group = ctl::GroupBudget::from_environment();
+    if (s.group != nullptr) s.cap.share_with(s.group.get());
+  }
   int count = 0;
   const bool counted = driver::device_count(&count) == CUDA_SUCCESS;
   if (counted) s.device_count.store(count < ctl::kMaxDevices ? count : ctl::kMaxDevices, std::memory_order_release);
   if (!ctl::limits_anything(s.spec)) {
+    s.limited.store(s.group != nullptr, std::memory_order_release);
     s.resolved.store(true, std::memory_order_release);
     return;
   }
@@ -60,7 +67,7 @@ void resolve(CapState& s) noexcept {
     s.cap.set_limit(device, limit);
     any = true;
   }
-  s.limited.store(any, std::memory_order_release);
+  s.limited.store(any || s.group != nullptr, std::memory_order_release);
   s.resolved.store(true, std::memory_order_release);
 }
 
@@ -116,7 +123,7 @@ bool reclaim_cached(int device) noexcept {
 bool reclaim_for(const core::Pool* pool) noexcept {
   try {
     const int device = charged_device(engine().props(pool));
-    if (device < 0 || caps().cap.limit(device) == ctl::kNoLimit) return false;
+    if (device < 0 || caps().cap.effective_limit(device) == ctl::kNoLimit) return false;
     return reclaim_cached(device);
   } catch (...) {
     return false;
@@ -290,9 +297,9 @@ CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcep
     }
     s.counted_last[device].store(counted, std::memory_order_release);
     s.free_last[device].store(*free_bytes, std::memory_order_release);
-    const std::uint64_t limit = s.cap.limit(device);
+    const std::uint64_t limit = s.cap.effective_limit(device);
     if (limit == ctl::kNoLimit) return result;
-    const std::uint64_t room = counted >= limit ? 0 : limit - counted;
+    const std::uint64_t room = s.cap.effective_headroom(device);
     *total_bytes = static_cast<std::size_t>(limit);
     if (room < *free_bytes) *free_bytes = static_cast<std::size_t>(room);
   } catch (...) {

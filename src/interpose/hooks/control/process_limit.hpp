@@ -21,6 +21,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "control/group_budget.hpp"
 #include "control/process_cap.hpp"
 #include "core/backing.hpp"
 #include "core/engine.hpp"
@@ -39,6 +40,8 @@ struct Forwarded {
 
 // The cap's state, one per ProcessState (a forked child starts afresh with the setting re-read).
 struct CapState {
+  // Declared before the cap that charges it: it outlives the cap.
+  std::unique_ptr<streampool::control::GroupBudget> group;  // STREAMPOOL_GROUP, if set and usable
   streampool::control::ProcessCap cap;
   std::atomic<bool> resolved{false};
   std::atomic<bool> limited{false};
