@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The control and insight checks on the GPU box, in one call: build, then the capture race in every
+# mode (NVIDIA's driver alone and under streampool), the process cap with PyTorch and the
+# benchmarks with and without it, a group cap shared by PyTorch processes with one killed, the
+# exports read by the torch wheel's own memory viewer, and the packages run from their unpacked
+# trees. Each step's PASS/FAIL lines go to OUT/summary.txt, its logs into OUT/logs.tar.gz.
+#
+#   OUT=... tools/gpu/control_insight_check.sh [BUILD_DIR]
+set -u
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$repo" || exit 2
+out=${OUT:?set OUT}
+build=${1:-build-gpu}
+logs=$out/logs
+mkdir -p "$logs"
+summary=$out/summary.txt
+{
+  echo "date: $(date -u +%FT%TZ)  commit: ${STREAMPOOL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+} >"$summary"
+run_step() {  # NAME SECONDS COMMAND...
+  local name=$1 seconds=$2 started=$SECONDS
+  shift 2
+  timeout "$seconds" "$@" >"$logs/$name.out" 2>&1
+  local rc=$?
+  grep -E '^(PASS|FAIL|SKIP|NOTE)' "$logs/$name.out" >>"$summary"
+  echo "step $name: exit $rc in $((SECONDS - started)) s" >>"$summary"
+}
+tools/setup.sh "$build" >"$logs/build.out" 2>&1 && cmake --build "$build" -j"$(nproc)" >>"$logs/build.out" 2>&1
+echo "step build: exit $?" >>"$summary"
+run_step capture-race 150 tools/gpu/capture_race.sh "$build" "$logs/capture-race" "" 100
+run_step group 120 tools/gpu/group_check.sh "$logs/group" "$build"
+run_step cap 200 tools/gpu/cap_check.sh "$logs/cap" "$build"
+run_step export 150 tools/gpu/export_check.sh "$logs/export" "$build"
+run_step package 100 tools/gpu/package_check.sh "$logs/package" "$build"
+find "$logs" -name '*.trace' -size +4M -delete
+tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+cat "$summary"
