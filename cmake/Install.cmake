@@ -31,6 +31,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/src/core/engine.hpp ${PROJECT_SOURCE_DIR}/src/core/backing.hpp
   ${PROJECT_SOURCE_DIR}/src/core/ordering.hpp ${PROJECT_SOURCE_DIR}/src/core/keys.hpp
   ${PROJECT_SOURCE_DIR}/src/core/pool_props.hpp ${PROJECT_SOURCE_DIR}/src/core/status.hpp
+  ${PROJECT_SOURCE_DIR}/src/core/release_policy.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streampool/core)
 list(APPEND streampool_exported streampool_core)
 
