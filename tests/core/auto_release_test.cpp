@@ -129,7 +129,10 @@ TEST_F(AutoRelease, PendingFreesAreNeverGivenBackHoweverIdle) {
   const std::uintptr_t pending = alloc(pool, 4 * MiB, kStream2);
   ordering.enqueue_work(kStream2);
   free(pending, kStream2);  // stream 2's kernel may still use it
-  for (std::uint64_t ms = 0; ms <= 1000; ms += 100) synchronize_at(ms);
+  free(alloc(pool, 8 * MiB, kStream1), kStream1);
+  synchronize_at(0);
+  EXPECT_EQ(reserved(pool), 32 * MiB);  // all kept at first: freed just now
+  for (std::uint64_t ms = 100; ms <= 1000; ms += 100) synchronize_at(ms);
   EXPECT_TRUE(last_backing->is_mapped(pending));
   EXPECT_EQ(reserved(pool), 4 * MiB);
 }
