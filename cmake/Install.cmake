@@ -40,6 +40,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/src/core/engine.hpp ${PROJECT_SOURCE_DIR}/src/core/backing.hpp
   ${PROJECT_SOURCE_DIR}/src/core/ordering.hpp ${PROJECT_SOURCE_DIR}/src/core/keys.hpp
   ${PROJECT_SOURCE_DIR}/src/core/pool_props.hpp ${PROJECT_SOURCE_DIR}/src/core/status.hpp
+  ${PROJECT_SOURCE_DIR}/src/core/release_policy.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streampool/core)
 
 # Folders of lib/streampool, as install destinations and for the consumers' RUNPATH.

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "core/engine.hpp"
@@ -24,6 +26,12 @@ inline core::StreamKey stream_for_thread(int thread_index) {
 
 struct BenchEngine {
   BenchEngine() {
+    // STREAMPOOL_RELEASE=auto runs every benchmark under the self-tuning release policy, to
+    // compare it with CUDA's threshold rule on the same workloads.
+    const char* release = std::getenv("STREAMPOOL_RELEASE");
+    if (release != nullptr && std::strcmp(release, "auto") == 0) {
+      engine.set_release_policy(core::ReleasePolicy::self_tuning());
+    }
     auto owned = std::make_unique<testing::InMemoryBacking>();
     backing = owned.get();
     auto status = engine.create_pool(core::PoolProps{}, std::move(owned), &pool);

@@ -87,6 +87,7 @@ Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
   region.mapped.assign(reserve_bytes / granule_bytes_, false);
   region.unit_first.assign(region.mapped.size(), 0);
   region.unit_granules.assign(region.mapped.size(), 0);
+  if (!chunked()) region.last_used_epoch.assign(region.mapped.size(), 0);
   auto at = std::lower_bound(regions_.begin(), regions_.end(), base,
                              [](const Region& existing, std::uintptr_t b) { return existing.base < b; });
   *index = static_cast<std::size_t>(at - regions_.begin());
@@ -115,6 +116,7 @@ Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t 
       region.unit_first[g] = static_cast<std::uint32_t>(at);
     }
     region.unit_granules[at] = static_cast<std::uint32_t>(length);
+    if (!chunked()) stamp(region, region.base + at * granule_bytes_, region.base + (at + length) * granule_bytes_);
     reserved_bytes_ += length * granule_bytes_;
     done += length;
   }
@@ -262,6 +264,63 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
         }
       }
       end = unit;
+    }
+  }
+  return before - reserved_bytes_;
+}
+
+void AddressSpace::give(std::uintptr_t address, std::size_t bytes, const Requirements& requirements) {
+  if (!chunked()) {
+    if (Region* region = region_of(address)) stamp(*region, address, address + bytes);
+  }
+  free_.insert(address, bytes, requirements);
+}
+
+void AddressSpace::stamp(Region& region, std::uintptr_t from, std::uintptr_t to) noexcept {
+  const std::uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  const std::size_t first = (from - region.base) / granule_bytes_;
+  const std::size_t end = std::min(region.last_used_epoch.size(), (to - region.base + granule_bytes_ - 1) / granule_bytes_);
+  for (std::size_t g = first; g < end; ++g) region.last_used_epoch[g] = epoch;
+}
+
+std::vector<AddressSpace::UnusedUnit> AddressSpace::unused_units() const {
+  std::vector<UnusedUnit> units;
+  if (chunked()) return units;
+  free_.for_each([&](const FreeRange& range) {
+    if (!range.requirements.empty()) return;  // a free whose completion is not known yet
+    const std::uintptr_t first_address = round_up(range.address, granule_bytes_);
+    const std::uintptr_t last_address = round_down(range.address + range.bytes, granule_bytes_);
+    if (last_address <= first_address) return;
+    const Region* region = nullptr;
+    for (const Region& candidate : regions_) {
+      if (first_address >= candidate.base && first_address < candidate.base + candidate.bytes) region = &candidate;
+    }
+    if (region == nullptr) return;  // cannot happen: every free range lies in a region
+    const std::size_t first = (first_address - region->base) / granule_bytes_;
+    for (std::size_t end = (last_address - region->base) / granule_bytes_; end > first;) {
+      const std::size_t unit = region->unit_first[end - 1];
+      const std::size_t length = region->unit_granules[unit];
+      if (unit >= first && unit + length <= end) {
+        std::uint32_t last_used = 0;
+        for (std::size_t g = unit; g < unit + length; ++g) last_used = std::max(last_used, region->last_used_epoch[g]);
+        units.push_back(UnusedUnit{range.address, region->base + unit * granule_bytes_, length * granule_bytes_, last_used});
+      }
+      end = unit;
+    }
+  });
+  return units;
+}
+
+std::size_t AddressSpace::release_units(std::vector<UnusedUnit> units) {
+  // Highest first: what is left of each free range then still starts at its range_start.
+  std::sort(units.begin(), units.end(), [](const UnusedUnit& a, const UnusedUnit& b) { return a.address > b.address; });
+  const std::size_t before = reserved_bytes_;
+  for (const UnusedUnit& unit : units) {
+    Region* region = region_of(unit.address);
+    if (region == nullptr) continue;
+    free_.take_inside(unit.range_start, unit.address, unit.bytes);
+    if (!unmap_unit(*region, (unit.address - region->base) / granule_bytes_)) {
+      free_.insert(unit.address, unit.bytes);  // still mapped: free again, counted, tried next time
     }
   }
   return before - reserved_bytes_;

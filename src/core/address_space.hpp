@@ -10,6 +10,7 @@
 // Not thread-safe: the pool's mutex guards it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -34,10 +35,9 @@ class AddressSpace {
   AddressSpace(const AddressSpace&) = delete;
   AddressSpace& operator=(const AddressSpace&) = delete;
 
-  // Freed memory into the index, with what must be known before another stream reuses it.
-  void give(std::uintptr_t address, std::size_t bytes, const Requirements& requirements = {}) {
-    free_.insert(address, bytes, requirements);
-  }
+  // Freed memory into the index, with what must be known before another stream reuses it. The
+  // granules it touches are stamped with the current release epoch (set_epoch): their last use.
+  void give(std::uintptr_t address, std::size_t bytes, const Requirements& requirements = {});
   // Maps what a `bytes` allocation needs (the lowest place where a free tail that `usable`
   // accepts plus unmapped granules fit it, else a new reservation) and takes the allocation.
   using Usable = std::function<bool(const Requirements&)>;
@@ -51,6 +51,24 @@ class AddressSpace {
     std::size_t bytes;
   };
   std::size_t release_to(std::size_t target_reserved_bytes, std::vector<Run>* released = nullptr);
+  // Release epochs: the engine counts the program's host synchronisations; every granule
+  // remembers the epoch in which it was last freed or mapped (a block can only be reused after a
+  // free, so a granule wholly free and stamped long ago has not been used since). Atomic: set at
+  // every synchronisation without the pool's lock.
+  void set_epoch(std::uint32_t epoch) noexcept { epoch_.store(epoch, std::memory_order_relaxed); }
+  // A whole mapping unit that no live block, cached block or pending free touches: what may go
+  // back. Only for mapped backings (chunk backings give back whole chunks through release_to).
+  struct UnusedUnit {
+    std::uintptr_t range_start;     // the free range holding it (for the index's take_inside)
+    std::uintptr_t address;
+    std::size_t bytes;
+    std::uint32_t last_used_epoch;  // the latest stamp of its granules
+  };
+  // After FreeIndex::settle. Units of one free range come highest first.
+  std::vector<UnusedUnit> unused_units() const;
+  // Gives back units unused_units() returned, with no change to the index in between; returns
+  // the bytes given back (a unit the backing will not unmap stays mapped, free and counted).
+  std::size_t release_units(std::vector<UnusedUnit> units);
   // Maps released runs again (a failed out-of-memory retry leaves the pool as it was).
   void restore(const std::vector<Run>& released, std::span<const AccessDescriptor> access);
   Status set_access(std::span<const AccessDescriptor> access);
@@ -71,6 +89,7 @@ class AddressSpace {
     // that first granule. A unit is mapped and unmapped as one (see map_range).
     std::vector<std::uint32_t> unit_first;
     std::vector<std::uint32_t> unit_granules;
+    std::vector<std::uint32_t> last_used_epoch;  // per granule: see set_epoch
   };
 
  private:
@@ -103,6 +122,7 @@ class AddressSpace {
   std::size_t unit_granules_for(std::size_t bytes) const noexcept;
 
   Region* region_of(std::uintptr_t address);
+  void stamp(Region& region, std::uintptr_t from, std::uintptr_t to) noexcept;
 
   Backing& backing_;
   RegionListener on_region_;
@@ -113,6 +133,7 @@ class AddressSpace {
   std::size_t reserved_bytes_ = 0;
   std::vector<Region> regions_;
   FreeIndex free_;
+  std::atomic<std::uint32_t> epoch_{0};
 };
 
 }  // namespace streampool::core

@@ -1,6 +1,8 @@
 #include "engine.hpp"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <mutex>
 #include <optional>
 
@@ -24,6 +26,14 @@ class EngineState {
   LiveTable live;
   HandleSet<65536> handles;  // up to 32768 pools at once (reclaimed pools' values are reused)
   RegionSet<4096> regions;
+  ReleasePolicy release_policy;
+  ReleaseClock release_clock;
+  std::uint64_t now_ms() const {
+    if (release_policy.clock_ms) return release_policy.clock_ms();
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+  }
   PoolTable pools;  // declared last: destroyed first, while `regions` still hears of it
 };
 
@@ -85,6 +95,7 @@ Status Engine::create_pool(const PoolProps& props, std::unique_ptr<Backing> back
                                   state->regions.remove(base);
                                 }
                               });
+  (*pool)->set_release_epoch(state->release_clock.current());
   state->handles.insert(*pool);
   return Status::success;
 }
@@ -129,7 +140,15 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   }
   if (!found) {
     placed = pool->slow_placement(placed);
-    if (Status status = pool->allocate_slow(*share, placed, &address); !ok(status)) return status;
+    Status status = pool->allocate_slow(*share, placed, &address);
+    // Other pools of the device may hold what this one cannot map: they give back their unused
+    // memory, most idle first, and the request tries once more. (This pool's own free granules
+    // were tried already, and are mapped again after a failure: the pool stays as it was.)
+    if (status == Status::out_of_memory && pool->maps_device_memory(pool->props().location_id) &&
+        release_unused_except(pool->props().location_id, placed, pool) != 0) {
+      status = pool->allocate_slow(*share, placed, &address);
+    }
+    if (!ok(status)) return status;
     std::lock_guard guard(share->lock);
     ++share->outstanding;
     charged = UsageCounter::try_charge(*share->usage, bytes);
@@ -268,10 +287,13 @@ void Engine::commit(const SyncTicket& ticket) {
   if (!ticket.releases) return;
   // Destroyed pools too: what their last frees left goes back now, and a pool that this leaves
   // drained is reclaimed (after the walk: reclaiming needs the table to itself).
+  EngineState& state = *state_;
+  const std::uint64_t now = state.now_ms();
+  const std::uint32_t epoch = state.release_clock.advance(now);
   std::vector<Pool*> drained;
-  state_->pools.for_each([&drained](Pool* pool) {
+  state.pools.for_each([&](Pool* pool) {
     if (!pool->destroyed()) {
-      pool->apply_release_threshold();
+      pool->at_synchronisation(state.release_policy, state.release_clock, epoch, now);
     } else if (pool->release_destroyed()) {
       drained.push_back(pool);
     }
@@ -282,6 +304,54 @@ void Engine::commit(const SyncTicket& ticket) {
 void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }
 
 std::size_t Engine::stream_slots() const { return state_->order.slot_count(); }
+
+void Engine::set_release_policy(ReleasePolicy policy) { state_->release_policy = std::move(policy); }
+
+std::uint64_t Engine::release_unused(int device, std::uint64_t bytes) {
+  return release_unused_except(device, bytes, nullptr);
+}
+
+std::uint64_t Engine::release_unused_except(int device, std::uint64_t bytes, const Pool* except) {
+  EngineState& state = *state_;
+  const auto serves = [&](const Pool* pool) {
+    return pool != except && !pool->destroyed() && pool->maps_device_memory(device);
+  };
+  const std::uint64_t now = state.now_ms();
+  // Which idleness gives `bytes`: the cut-off below which every pool gives back what it has.
+  std::vector<Pool::UnusedMemory> unused;
+  state.pools.for_each([&](Pool* pool) {
+    if (!serves(pool)) return;
+    for (const Pool::UnusedMemory& memory : pool->unused_memory(state.release_clock, now)) unused.push_back(memory);
+  });
+  std::sort(unused.begin(), unused.end(), [](const Pool::UnusedMemory& a, const Pool::UnusedMemory& b) {
+    return a.idle_since_ms < b.idle_since_ms;
+  });
+  std::uint64_t idle_since = UINT64_MAX;
+  std::uint64_t enough = 0;
+  for (const Pool::UnusedMemory& memory : unused) {
+    enough += memory.bytes;
+    if (enough >= bytes) {
+      idle_since = memory.idle_since_ms;
+      break;
+    }
+  }
+  // First everything idle for longer than the cut-off (less than `bytes` in all), then of what
+  // became idle exactly at the cut-off what is still missing: what goes back is the device's most
+  // idle memory whatever the order of the walk. The pools may have changed since the first walk:
+  // each decides again under its lock.
+  std::uint64_t released = 0;
+  if (idle_since > 0) {
+    state.pools.for_each([&](Pool* pool) {
+      if (!serves(pool)) return;
+      released += pool->release_unused(state.release_clock, now, idle_since - 1, SIZE_MAX);
+    });
+  }
+  state.pools.for_each([&](Pool* pool) {
+    if (released >= bytes || !serves(pool)) return;
+    released += pool->release_unused(state.release_clock, now, idle_since, bytes - released);
+  });
+  return released;
+}
 
 void Engine::set_strict_reuse(bool strict) noexcept { state_->order.set_strict_reuse(strict); }
 

@@ -24,6 +24,7 @@
 #include "keys.hpp"
 #include "ordering.hpp"
 #include "pool_props.hpp"
+#include "release_policy.hpp"
 #include "status.hpp"
 
 namespace streampool::core {
@@ -89,6 +90,18 @@ class Engine {
   Status set_access(Pool* pool, std::span<const AccessDescriptor> access);
   // The flags granted to a location (owner's own location: read-write).
   Status get_access(const Pool* pool, int location_type, int location_id, int* flags) const;
+
+  // When pools give unused memory back (release_policy.hpp); CUDA's threshold rule by default.
+  // Set it before the engine serves allocations (the adapters do, when they create it).
+  void set_release_policy(ReleasePolicy policy);
+
+  // Makes the pools of `device` (device memory, mapped by granule; any release threshold) give
+  // back whole units that no live block, cached block or pending free touches, the most idle
+  // first across all of them, until at least `bytes` went back or nothing unused is left.
+  // Returns the bytes given back. For a limit on a device's memory: call it, holding no pool's
+  // lock, before an allocation fails or a pool grows past the limit. An allocation whose pool
+  // cannot grow calls it itself before it fails.
+  std::uint64_t release_unused(int device, std::uint64_t bytes);
 
   // Defence in depth (see HappensBefore::set_strict_reuse); off by default.
   void set_strict_reuse(bool strict) noexcept;
@@ -161,6 +174,7 @@ class Engine {
   void event_recorded_at(EventKey event, std::vector<std::uint64_t> position);
   void waited_on(StreamKey waiter, EventKey event);
   void mark_untracked(EventKey event);
+  std::uint64_t release_unused_except(int device, std::uint64_t bytes, const Pool* except);
 
   std::unique_ptr<EngineState> state_;
 };

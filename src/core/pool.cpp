@@ -245,6 +245,81 @@ void Pool::apply_release_threshold() {
   note_reserved_locked();
 }
 
+void Pool::at_synchronisation(const ReleasePolicy& policy, const ReleaseClock& clock, std::uint32_t epoch,
+                              std::uint64_t now_ms) {
+  const bool automatic = policy.mode == ReleasePolicy::Mode::automatic &&
+                         !threshold_set_.load(std::memory_order_relaxed) && !space_.chunked_backing();
+  if (!automatic) {
+    apply_release_threshold();  // its flush stamps the caches' frees with the epoch that just ended
+    space_.set_epoch(epoch);
+    return;
+  }
+  if (reserved_now_.load(std::memory_order_acquire) == 0) {
+    space_.set_epoch(epoch);
+    return;
+  }
+  std::lock_guard guard(mutex_);
+  std::vector<AddressSpace::UnusedUnit> units = unused_units_locked();  // stamps before the epoch moves on
+  space_.set_epoch(epoch);
+  std::erase_if(units, [&](const AddressSpace::UnusedUnit& unit) {
+    const bool missed = unit.last_used_epoch < epoch && epoch - unit.last_used_epoch > policy.idle_synchronisations;
+    return !missed || now_ms - std::min(now_ms, clock.ended_at(unit.last_used_epoch, now_ms)) < policy.idle_ms;
+  });
+  if (!units.empty()) {
+    space_.release_units(std::move(units));
+    note_reserved_locked();
+  }
+}
+
+std::vector<AddressSpace::UnusedUnit> Pool::unused_units_locked() {
+  flush_caches_locked();
+  settle_locked();
+  return space_.unused_units();
+}
+
+std::vector<Pool::UnusedMemory> Pool::unused_memory(const ReleaseClock& clock, std::uint64_t now_ms) {
+  std::lock_guard guard(mutex_);
+  std::vector<UnusedMemory> unused;
+  for (const AddressSpace::UnusedUnit& unit : unused_units_locked()) {
+    unused.push_back(UnusedMemory{clock.ended_at(unit.last_used_epoch, now_ms), unit.bytes});
+  }
+  return unused;
+}
+
+std::size_t Pool::release_unused(const ReleaseClock& clock, std::uint64_t now_ms, std::uint64_t idle_since_ms,
+                                 std::size_t bytes) {
+  std::lock_guard guard(mutex_);
+  struct Candidate {
+    std::uint64_t idle_since_ms;
+    AddressSpace::UnusedUnit unit;
+  };
+  std::vector<Candidate> candidates;
+  for (const AddressSpace::UnusedUnit& unit : unused_units_locked()) {
+    const std::uint64_t since = clock.ended_at(unit.last_used_epoch, now_ms);
+    if (since <= idle_since_ms) candidates.push_back(Candidate{since, unit});
+  }
+  // Most idle first; among equals the highest address (the low addresses keep the live blocks).
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.idle_since_ms != b.idle_since_ms ? a.idle_since_ms < b.idle_since_ms : a.unit.address > b.unit.address;
+  });
+  std::vector<AddressSpace::UnusedUnit> chosen;
+  std::size_t chosen_bytes = 0;
+  for (const Candidate& candidate : candidates) {
+    if (chosen_bytes >= bytes) break;
+    chosen.push_back(candidate.unit);
+    chosen_bytes += candidate.unit.bytes;
+  }
+  if (chosen.empty()) return 0;
+  const std::size_t released = space_.release_units(std::move(chosen));
+  note_reserved_locked();
+  return released;
+}
+
+bool Pool::maps_device_memory(int device) const noexcept {
+  return props_.kind == PoolKind::device && props_.location_type == 1 && props_.location_id == device &&
+         !space_.chunked_backing();
+}
+
 Status Pool::trim_to(std::size_t min_bytes_to_keep) {
   std::lock_guard guard(mutex_);
   flush_caches_locked();
@@ -330,6 +405,7 @@ Status Pool::set_attribute(PoolAttribute attribute, const void* value) {
       return Status::success;
     case PoolAttribute::release_threshold:
       release_threshold_.store(read_value<std::uint64_t>(value));
+      threshold_set_.store(true, std::memory_order_relaxed);
       return Status::success;
     case PoolAttribute::reserved_mem_high: {
       if (read_value<std::uint64_t>(value) != 0) return Status::invalid_value;

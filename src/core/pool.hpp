@@ -32,6 +32,7 @@
 #include "happens_before.hpp"
 #include "pool_props.hpp"
 #include "pool_stream.hpp"
+#include "release_policy.hpp"
 #include "usage_counter.hpp"
 
 namespace streampool::core {
@@ -82,6 +83,26 @@ class Pool {
   // Synchronisation point: memory above the release threshold whose frees are known complete
   // goes back to the backing.
   void apply_release_threshold();
+  // A releasing host synchronisation that began release epoch `epoch` at `now_ms`: the
+  // threshold, or for a pool whose threshold the program never set under the automatic policy,
+  // the units idle by its rule go back.
+  void at_synchronisation(const ReleasePolicy& policy, const ReleaseClock& clock, std::uint32_t epoch,
+                          std::uint64_t now_ms);
+  // The pool's stamps start from the engine's current epoch (a new pool).
+  void set_release_epoch(std::uint32_t epoch) noexcept { space_.set_epoch(epoch); }
+  // What the pool could give back now (whole units no live block, cached block or pending free
+  // touches), as (idle since, in ms of the clock; bytes) pairs.
+  struct UnusedMemory {
+    std::uint64_t idle_since_ms;
+    std::size_t bytes;
+  };
+  std::vector<UnusedMemory> unused_memory(const ReleaseClock& clock, std::uint64_t now_ms);
+  // Gives back unused units idle since `idle_since_ms` or before, most idle first, until at least
+  // `bytes` went back or none is left. Returns the bytes given back. Whatever the threshold.
+  std::size_t release_unused(const ReleaseClock& clock, std::uint64_t now_ms, std::uint64_t idle_since_ms,
+                             std::size_t bytes);
+  // For the engine's release by device: a device-memory pool that maps by granule.
+  bool maps_device_memory(int device) const noexcept;
   Status trim_to(std::size_t min_bytes_to_keep);
 
   Status get_attribute(PoolAttribute attribute, void* value) const;
@@ -108,6 +129,7 @@ class Pool {
   std::vector<Requirement> blocking_requirements_locked(std::size_t placed) const;
   void note_reserved_locked();
   void release_idle_locked();
+  std::vector<AddressSpace::UnusedUnit> unused_units_locked();
   bool drained_locked();
 
   const PoolProps props_;
@@ -119,6 +141,7 @@ class Pool {
   std::atomic<int> allow_opportunistic_{1};
   std::atomic<int> allow_internal_dependencies_{1};
   std::atomic<std::uint64_t> release_threshold_{0};
+  std::atomic<bool> threshold_set_{false};  // the program set RELEASE_THRESHOLD: CUDA's rule, always
 
   mutable std::mutex mutex_;  // the slow path: address space and its index, stream shares, access
   AddressSpace space_;

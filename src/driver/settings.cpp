@@ -48,4 +48,20 @@ namespace streampool::driver {
 
 bool strict_reuse_requested() noexcept { return detail::flag_set("STREAMPOOL_STRICT_REUSE"); }
 
+namespace {
+bool read_auto_release() noexcept {
+  const char* value = std::getenv("STREAMPOOL_RELEASE");
+  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "threshold") == 0) return false;
+  if (std::strcmp(value, "auto") == 0) return true;
+  log::notice(log::Level::warn, "unknown STREAMPOOL_RELEASE value '%.64s' (expected auto or threshold): using threshold",
+              value);
+  return false;
+}
+}  // namespace
+
+bool auto_release_requested() noexcept {
+  static const bool requested = read_auto_release();  // read once: one warning however many ask
+  return requested;
+}
+
 }  // namespace streampool::driver

@@ -24,4 +24,9 @@ inline bool passthrough_requested() noexcept {
 // see docs/DESIGN.md). Read once, when the engine is created.
 bool strict_reuse_requested() noexcept;
 
+// STREAMPOOL_RELEASE=auto: pools whose release threshold the program never set give memory back
+// by the engine's self-tuning rule (core/release_policy.hpp); `threshold` (or unset): CUDA's rule,
+// a threshold of 0 unless the program set one. Anything else is one line on stderr and CUDA's rule.
+bool auto_release_requested() noexcept;
+
 }  // namespace streampool::driver

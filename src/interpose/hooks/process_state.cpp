@@ -55,6 +55,7 @@ ProcessState& create_process_state() noexcept {
   note_first_use();
   auto* fresh = new ProcessState;
   fresh->abandoned_before_fork = abandoned_state.load(std::memory_order_acquire);
+  if (driver::auto_release_requested()) fresh->engine.set_release_policy(core::ReleasePolicy::self_tuning());
   ProcessState* expected = nullptr;
   if (!process_state.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
     delete fresh;  // another thread won; nothing was created in ours

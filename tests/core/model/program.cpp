@@ -102,6 +102,13 @@ void Program::set_up() {
   if (context_count_ > 1) ++coverage_.multi_context_programs;
   large_sizes_ = seed_ % 25 == 7;  // a few programs in a hundred reach the large mapping units
   engine_.emplace(ordering_);
+  auto_release_ = seed_ % 4 == 2;
+  if (auto_release_) {
+    core::ReleasePolicy policy = core::ReleasePolicy::self_tuning();
+    policy.idle_ms = 100;
+    policy.clock_ms = [this] { return static_cast<std::uint64_t>(step_index_) * 10; };
+    engine_->set_release_policy(std::move(policy));
+  }
   for (std::size_t context = 0; context < context_count_; ++context) {
     contexts_[context].handle = free_context_handle();
     open_context(context, true);
@@ -133,7 +140,9 @@ void Program::set_up() {
       model.opportunistic = chance(70) ? 1 : 0;
       model.internal = chance(70) ? 1 : 0;
     }
-    engine_->set_attribute(model.pool, core::PoolAttribute::release_threshold, &model.threshold);
+    if (!(auto_release_ && index == 0 && model.threshold == 0)) {  // unset: the automatic rule's
+      engine_->set_attribute(model.pool, core::PoolAttribute::release_threshold, &model.threshold);
+    }
     engine_->set_attribute(model.pool, core::PoolAttribute::reuse_follow_event_dependencies, &model.follow);
     engine_->set_attribute(model.pool, core::PoolAttribute::reuse_allow_opportunistic, &model.opportunistic);
     engine_->set_attribute(model.pool, core::PoolAttribute::reuse_allow_internal_dependencies, &model.internal);
@@ -141,11 +150,11 @@ void Program::set_up() {
   }
   step_index_ = 0;
   note("pools: 0 default flags threshold %" PRIu64 "; 1 cap %zu flags %d%d%d threshold %" PRIu64
-       "; 2 cap %zu flags %d%d%d threshold %" PRIu64 "; %zu contexts%s%s%s",
+       "; 2 cap %zu flags %d%d%d threshold %" PRIu64 "; %zu contexts%s%s%s%s",
        pools_[0].threshold, pools_[1].cap, pools_[1].follow, pools_[1].opportunistic, pools_[1].internal,
        pools_[1].threshold, pools_[2].cap, pools_[2].follow, pools_[2].opportunistic, pools_[2].internal,
        pools_[2].threshold, context_count_, strict ? ", strict reuse" : "", large_sizes_ ? ", large sizes" : "",
-       refusing ? ", the driver refuses some marker records and waits" : "");
+       auto_release_ ? ", automatic release" : "", refusing ? ", the driver refuses some marker records and waits" : "");
   for (std::size_t context = 0; context < context_count_; ++context) {
     std::string names;
     for (const StreamSlot& slot : slots_of(context)) {

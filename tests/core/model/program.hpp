@@ -214,6 +214,10 @@ class Program {
   std::size_t context_count_ = 1;
   std::size_t legalising_event_ = 0;
   bool large_sizes_ = false;
+  // The self-tuning release policy (a clock of 10 ms per step), pool 0's threshold left unset,
+  // and trims that are sometimes Engine::release_unused instead. By seed, so that the other
+  // programs' random choices stay as they were.
+  bool auto_release_ = false;
 
   // Pauses and interleaving (program.cpp): written by the main thread between hand-overs, or by
   // the worker that holds the turn.

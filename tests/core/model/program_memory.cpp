@@ -217,6 +217,11 @@ void Program::trim_step() {
   static constexpr std::size_t kKeep[] = {0, 1 * MiB, 10 * MiB, 32 * MiB, 64 * MiB, 300 * MiB, SIZE_MAX};
   const std::size_t pool_index = pick(pools_.size());
   const std::size_t keep = kKeep[pick(7)];
+  if (auto_release_ && chance(50)) {  // what a limit on the device asks: never live or pending memory
+    const std::uint64_t released = engine_->release_unused(0, keep);
+    note("release_unused(device 0, %zu): %" PRIu64 " bytes", keep, released);
+    return;
+  }
   const Status status = engine_->trim_to(pools_[pool_index].pool, keep);
   note("trim_to(pool %zu, %zu)", pool_index, keep);
   if (status != Status::success) fail("trim_to failed");
