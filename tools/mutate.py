@@ -32,6 +32,12 @@ Usage:
     --sample N  a random sample of N mutants (--seed S, default 1): a bounded run
     --list      print the mutants and exit (nothing is built)
     --jobs      parallel build jobs and ctest -j (default 2)
+    --build-jobs  parallel jobs of the schema build alone (default: --jobs)
+    --workers   mutants run at once, each with --jobs tests at a time (default 1); each extra worker
+                gets its own copy of the build's test lists
+    --skip-apart  leave the mutants a schema cannot hold for a --rebuild-each run (--ids)
+    --ids FILE  only the mutants whose ids FILE lists (one per line, the first word)
+    --report-only  write --markdown from the results JSON as it stands, running nothing
     --timeout   seconds one mutant's tests may take, after which it counts as killed (default:
                 four times the unmutated tree's time for that layer, at least 120)
     --keep      build in DIR and keep it, to be reused by the next run (default: a temporary one)
@@ -40,12 +46,17 @@ Usage:
     --markdown  write the score and the survivors into FILE's mechanical section; the notes
                 typed into the survivors' last column are kept (read back by id, or by file,
                 rule and line where other edits moved the id)
-Each mutant rebuilds what it touches (ninja) and runs the ctest labels of its layer: core for
-src/core, interpose|safety|conformance for the rest (--stop-on-failure). Killed: a test failed or
-the tests ran out of time. A mutant that does not compile is listed apart, counted as neither.
+By default every mutant is built at once into mutant schemata (tools/mutation_schema.py: each
+mutant behind a switch read at run time); every ctest test runs once with none active, recording
+which mutants it reaches, and each mutant then runs only the tests that reach it, fastest first,
+until one fails twice (tools/mutation_reach.py). Mutants a schema cannot hold are built one by one.
+--rebuild-each builds every mutant on its own instead and runs the ctest labels of its layer: core
+for src/core, interpose|safety|conformance for the rest (--stop-on-failure). Killed: a test failed
+or ran out of time. A mutant that does not compile is listed apart, counted as neither.
 The environment passes through to the build and the tests: CCACHE_BASEDIR (above the checkout)
 lets ccache reuse what any checkout compiled; STREAMPOOL_MODEL_PROGRAMS=N shortens the engine's
 model check (CI runs 10,000 programs, most of a core mutant's time), for a quicker, weaker run.
+On a machine of many cores: --workers 6 --jobs 2 --build-jobs 12.
 """
 
 import argparse
@@ -1068,7 +1079,8 @@ def run_schema(mutants, args, results_path, previous, meta):
                     out.write(written)
         mark = os.path.getsize(log) if os.path.exists(log) else 0
         # -k 0: every file the compiler refuses in one pass, not only the first.
-        if common.run(["cmake", "--build", build_dir, f"-j{args.jobs}", "--", "-k", "0"], build_dir, log)[0] == 0:
+        if common.run(["cmake", "--build", build_dir, f"-j{args.build_jobs or args.jobs}", "--", "-k", "0"], build_dir,
+                      log)[0] == 0:
             break
         with open(log) as source:
             source.seek(mark)
@@ -1318,6 +1330,7 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--rebuild-each", action="store_true")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--build-jobs", type=int, default=0)
     parser.add_argument("--skip-apart", action="store_true")
     parser.add_argument("--ids", default="")
     parser.add_argument("--report-only", action="store_true")
