@@ -1,0 +1,369 @@
+// Driver calls that fail under a hook, and what the hook leaves behind: the program gets the
+// driver's error unchanged (or the answer the real API gives there), nothing is freed or tracked by
+// a call that failed, and the next call works. The fake driver's failure switch
+// (fault_injection.hpp) makes the chosen call fail; streams and contexts made "underneath" are
+// created through the fake driver directly, so that streampool first meets them in the hook under
+// test.
+//
+// Events: a freed block on stream A, then event E recorded on A, then stream B waits for E. While E
+// is tracked, B is ordered after A's free and gets A's block at once; once E is untracked (some call
+// may record it where streampool cannot see), B's wait proves nothing and B gets other memory.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "hooks_test_api.hpp"
+
+namespace {
+
+using hooks_test::fake_driver;
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+void fail_calls(const char* name, unsigned long long nth, unsigned long long count, CUresult error) {
+  using Fail = void (*)(const char*, unsigned long long, unsigned long long, int);
+  auto fail = reinterpret_cast<Fail>(dlsym(fake_driver(), "streampool_fake_fail_calls"));
+  ASSERT_NE(fail, nullptr);
+  fail(name, nth, count, static_cast<int>(error));
+}
+
+void fail_call(const char* name, unsigned long long nth, CUresult error) { fail_calls(name, nth, 1, error); }
+
+void clear_failures() {
+  using Clear = void (*)();
+  if (auto clear = reinterpret_cast<Clear>(dlsym(fake_driver(), "streampool_fake_clear_failures"))) clear();
+}
+
+unsigned long long injected(const char* name) {
+  using Injected = unsigned long long (*)(const char*);
+  auto count = reinterpret_cast<Injected>(dlsym(fake_driver(), "streampool_fake_failures_injected"));
+  return count == nullptr ? 0 : count(name);
+}
+
+// The fake driver's own definition of an entry point: a call streampool's hooks never see.
+template <class Function>
+Function underneath(const char* name) {
+  return reinterpret_cast<Function>(dlsym(fake_driver(), name));
+}
+
+// Host function holding its stream until the test opens the gate.
+void CUDA_CB wait_for_gate(void* data) {
+  auto* gate = static_cast<std::atomic<bool>*>(data);
+  while (!gate->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+class FailedCalls : public hooks_test::DriverTest {
+ protected:
+  void SetUp() override {
+    DriverTest::SetUp();
+    ASSERT_NE(dlsym(fake_driver(), "streampool_fake_fail_calls"), nullptr) << "run over the fake driver";
+    clear_failures();
+    ASSERT_EQ(SP(cuStreamCreate)(&other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    pool = create_device_pool();
+    ASSERT_NE(pool, nullptr);
+    std::uint64_t keep_everything = ~std::uint64_t{0};
+    ASSERT_EQ(SP(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    clear_failures();
+    gate.store(true);
+    SP(cuCtxSetCurrent)(context);
+    SP(cuStreamSynchronize)(stream);
+    SP(cuStreamSynchronize)(other);
+    if (event != nullptr) SP(cuEventDestroy_v2)(event);
+    if (pool != nullptr) SP(cuMemPoolDestroy)(pool);
+    SP(cuStreamDestroy_v2)(other);
+    DriverTest::TearDown();
+  }
+
+  std::uint64_t used() { return pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT); }
+
+  // A's part: a block allocated on `stream`, work still queued on it (held by the gate), the block
+  // freed behind that work, and E recorded on `stream` after the free.
+  void free_behind_work_and_record() {
+    ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&freed, kMiB, pool, stream), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuLaunchHostFunc)(stream, wait_for_gate, &gate), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuMemFreeAsync)(freed, stream), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuEventRecord)(event, stream), CUDA_SUCCESS);
+  }
+
+  // B's part: waits for E, then allocates the same size; what it got.
+  CUdeviceptr wait_and_allocate() {
+    EXPECT_EQ(SP(cuStreamWaitEvent)(other, event, 0), CUDA_SUCCESS);
+    CUdeviceptr taken = 0;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&taken, kMiB, pool, other), CUDA_SUCCESS);
+    return taken;
+  }
+
+  CUstream other = nullptr;
+  CUmemoryPool pool = nullptr;
+  CUevent event = nullptr;
+  CUdeviceptr freed = 0;
+  std::atomic<bool> gate{false};
+};
+
+// --- cuMemFree: the context synchronize it makes --------------------------------------------
+
+TEST_F(FailedCalls, MemFreeWhoseContextSynchronizeFailsReturnsThatErrorAndFreesNothing) {
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  fail_call("cuCtxSynchronize", 1, CUDA_ERROR_LAUNCH_FAILED);
+
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_ERROR_LAUNCH_FAILED);
+
+  EXPECT_EQ(injected("cuCtxSynchronize"), 1u);
+  EXPECT_EQ(used(), kMiB);
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);  // still a live block: the retry frees it
+  EXPECT_EQ(used(), 0u);
+}
+
+TEST_F(FailedCalls, MemFreeAfterTheDriverIsDeinitializedAnswersSuccessAndFreesNothing) {
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  fail_call("cuCtxSynchronize", 1, CUDA_ERROR_DEINITIALIZED);
+
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);  // at exit, after the driver's own teardown
+
+  EXPECT_EQ(used(), kMiB);  // nothing proved the block's work finished
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+  EXPECT_EQ(used(), 0u);
+}
+
+// --- pointer attributes --------------------------------------------------------------------
+
+TEST_F(FailedCalls, PointerGetAttributesTheDriverRefusesReturnsItsErrorAndWritesNoAnswer) {
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, stream), CUDA_SUCCESS);
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+  size_t range_size = 12345;
+  CUdeviceptr range_start = 6789;
+  void* data[] = {&range_size, &range_start};
+  fail_call("cuPointerGetAttributes", 1, CUDA_ERROR_INVALID_VALUE);
+
+  EXPECT_EQ(SP(cuPointerGetAttributes)(2, attributes, data, block), CUDA_ERROR_INVALID_VALUE);
+
+  EXPECT_EQ(range_size, 12345u);
+  EXPECT_EQ(range_start, 6789u);
+  ASSERT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
+}
+
+// --- the current context, asked for a default stream ----------------------------------------
+
+TEST_F(FailedCalls, AllocationOnTheLegacyStreamWhoseContextCannotBeAskedReturnsTheDriversError) {
+  CUdeviceptr block = 1;
+  fail_call("cuCtxGetCurrent", 1, CUDA_ERROR_NOT_INITIALIZED);
+
+  EXPECT_EQ(SP(cuMemAllocAsync)(&block, kMiB, CU_STREAM_LEGACY), CUDA_ERROR_NOT_INITIALIZED);
+
+  EXPECT_EQ(block, 0u);
+  EXPECT_EQ(used(), 0u);
+}
+
+TEST_F(FailedCalls, StreamSynchronizeOfTheLegacyStreamWhoseContextCannotBeAskedIsTheDriversSynchronize) {
+  fail_call("cuCtxGetCurrent", 1, CUDA_ERROR_NOT_INITIALIZED);
+  const unsigned long long before = hooks_test::fake_calls("cuStreamSynchronize");
+
+  EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_LEGACY), CUDA_SUCCESS);
+
+  EXPECT_EQ(injected("cuCtxGetCurrent"), 1u);
+  EXPECT_EQ(hooks_test::fake_calls("cuStreamSynchronize"), before + 1);
+}
+
+// A default stream first resolved on a fresh thread (its route and context caches are empty).
+TEST_F(FailedCalls, AllocationOnTheLegacyStreamWhenTheSecondContextQueryFailsReturnsTheDriversError) {
+  CUresult result = CUDA_SUCCESS;
+  CUdeviceptr block = 1;
+  std::thread fresh([&] {
+    SP(cuCtxSetCurrent)(context);
+    fail_call("cuCtxGetCurrent", 2, CUDA_ERROR_NOT_INITIALIZED);  // the route's, then the registry's
+    result = SP(cuMemAllocAsync)(&block, kMiB, CU_STREAM_LEGACY);
+  });
+  fresh.join();
+
+  EXPECT_EQ(result, CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(block, 0u);
+  EXPECT_EQ(used(), 0u);
+}
+
+// A context created underneath: streampool first asks its device in the hook.
+TEST_F(FailedCalls, AllocationInAContextWhoseDeviceCannotBeAskedReturnsTheDriversError) {
+  CUcontext created = nullptr;
+  auto create = underneath<decltype(&::cuCtxCreate_v4)>("cuCtxCreate_v4");
+  ASSERT_NE(create, nullptr);
+  ASSERT_EQ(create(&created, nullptr, 0, device), CUDA_SUCCESS);
+  CUresult result = CUDA_SUCCESS;
+  CUdeviceptr block = 1;
+  unsigned long long refused = 0;
+  auto set_current = underneath<decltype(&::cuCtxSetCurrent)>("cuCtxSetCurrent");
+  std::thread fresh([&] {
+    set_current(created);
+    fail_call("cuCtxGetDevice", 1, CUDA_ERROR_NOT_PERMITTED);
+    result = SP(cuMemAllocAsync)(&block, kMiB, CU_STREAM_LEGACY);
+    refused = injected("cuCtxGetDevice");
+    clear_failures();
+    set_current(nullptr);
+  });
+  fresh.join();
+
+  EXPECT_EQ(refused, 1u);
+  EXPECT_EQ(result, CUDA_ERROR_NOT_PERMITTED);
+  EXPECT_EQ(block, 0u);
+  underneath<decltype(&::cuCtxDestroy_v2)>("cuCtxDestroy_v2")(created);
+}
+
+// --- a stream created underneath, first seen by the hook ------------------------------------
+
+class FailedCallsOnAnUnseenStream : public FailedCalls {
+ protected:
+  void SetUp() override {
+    FailedCalls::SetUp();
+    auto create = underneath<decltype(&::cuStreamCreate)>("cuStreamCreate");
+    ASSERT_NE(create, nullptr);
+    ASSERT_EQ(create(&unseen, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    clear_failures();
+    if (capturing) end_capture();
+    if (unseen != nullptr) {
+      SP(cuStreamSynchronize)(unseen);
+      SP(cuStreamDestroy_v2)(unseen);  // forgotten by streampool too: the fake reuses handles
+    }
+    FailedCalls::TearDown();
+  }
+
+  // A capture in progress on another stream: streampool then asks whether a stream it first
+  // meets captures.
+  void begin_capture() {
+    ASSERT_EQ(SP(cuStreamBeginCapture_v2)(other, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    capturing = true;
+  }
+  void end_capture() {
+    CUgraph graph = nullptr;
+    EXPECT_EQ(SP(cuStreamEndCapture)(other, &graph), CUDA_SUCCESS);
+    if (graph != nullptr) SP(cuGraphDestroy)(graph);
+    capturing = false;
+  }
+
+  // Fails, then (the failure spent) succeeds: nothing of the failed first meeting stayed.
+  void expect_allocation_fails_then_works(CUresult error) {
+    CUdeviceptr block = 1;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, unseen), error);
+    EXPECT_EQ(block, 0u);
+    EXPECT_EQ(used(), 0u);
+    clear_failures();
+    ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, unseen), CUDA_SUCCESS);
+    EXPECT_NE(block, 0u);
+    EXPECT_EQ(used(), kMiB);
+    ASSERT_EQ(SP(cuMemFreeAsync)(block, unseen), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamSynchronize)(unseen), CUDA_SUCCESS);
+    EXPECT_EQ(used(), 0u);
+  }
+
+  CUstream unseen = nullptr;
+  bool capturing = false;
+};
+
+TEST_F(FailedCallsOnAnUnseenStream, AllocationWhoseStreamFlagsCannotBeReadReturnsTheDriversError) {
+  fail_call("cuStreamGetFlags", 1, CUDA_ERROR_NOT_PERMITTED);
+  expect_allocation_fails_then_works(CUDA_ERROR_NOT_PERMITTED);
+}
+
+TEST_F(FailedCallsOnAnUnseenStream, AllocationWhoseStreamContextCannotBeReadReturnsTheDriversError) {
+  fail_call("cuStreamGetCtx", 1, CUDA_ERROR_NOT_PERMITTED);
+  expect_allocation_fails_then_works(CUDA_ERROR_NOT_PERMITTED);
+}
+
+TEST_F(FailedCallsOnAnUnseenStream, AllocationWhileACaptureRunsWhoseCaptureQueryFailsReturnsTheDriversError) {
+  ASSERT_NO_FATAL_FAILURE(begin_capture());
+  // The hook's own capture check lets an unanswered query through to the driver; the registry's
+  // (the second query) must not register a stream it could not check.
+  fail_call("cuStreamIsCapturing", 2, CUDA_ERROR_NOT_PERMITTED);
+  expect_allocation_fails_then_works(CUDA_ERROR_NOT_PERMITTED);
+}
+
+TEST_F(FailedCallsOnAnUnseenStream, AllocationWhileAGlobalCaptureMakesTheQueryImplicitIsCaptureUnsupported) {
+  ASSERT_NO_FATAL_FAILURE(begin_capture());
+  fail_call("cuStreamIsCapturing", 2, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  expect_allocation_fails_then_works(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+}
+
+// --- events that may be recorded where streampool cannot see ---------------------------------
+
+TEST_F(FailedCalls, WaitOnATrackedEventHandsTheFreedBlockOver) {
+  ASSERT_NO_FATAL_FAILURE(free_behind_work_and_record());
+  EXPECT_EQ(wait_and_allocate(), freed);
+}
+
+// The fake driver refuses every cuLaunchKernelEx, but the event is untracked before the call.
+class LaunchAttributes : public FailedCalls, public ::testing::WithParamInterface<CUlaunchAttributeID> {};
+
+TEST_P(LaunchAttributes, ALaunchThatMayRecordTheEventUntracksIt) {
+  ASSERT_NO_FATAL_FAILURE(free_behind_work_and_record());
+  CUlaunchAttribute attribute{};
+  attribute.id = GetParam();
+  attribute.value.launchCompletionEvent.event = event;  // the same place as programmaticEvent.event
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+  config.hStream = other;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  SP(cuLaunchKernelEx)(&config, nullptr, nullptr, nullptr);
+
+  EXPECT_NE(wait_and_allocate(), freed);
+}
+
+INSTANTIATE_TEST_SUITE_P(FailedCalls, LaunchAttributes,
+                         ::testing::Values(CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+                                           CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT));
+
+TEST_F(FailedCalls, ALaunchWhoseAttributesRecordNoEventKeepsTheEventTracked) {
+  ASSERT_NO_FATAL_FAILURE(free_behind_work_and_record());
+  CUlaunchAttribute attributes[2]{};
+  attributes[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attributes[0].value.launchCompletionEvent.event = event;  // bytes an event attribute would read
+  attributes[1].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;  // past numAttrs: not an attribute
+  attributes[1].value.launchCompletionEvent.event = event;
+  CUlaunchConfig config{};
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+  config.hStream = other;
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  SP(cuLaunchKernelEx)(&config, nullptr, nullptr, nullptr);
+
+  EXPECT_EQ(wait_and_allocate(), freed);
+}
+
+TEST_F(FailedCalls, AFailedIpcEventOpenLeavesTheEventInItsHandleTracked) {
+  ASSERT_NO_FATAL_FAILURE(free_behind_work_and_record());
+  CUipcEventHandle handle{};
+  CUevent opened = event;  // a failed open writes nothing here
+
+  EXPECT_NE(SP(cuIpcOpenEventHandle)(&opened, handle), CUDA_SUCCESS);
+
+  EXPECT_EQ(wait_and_allocate(), freed);
+}
+
+// A record into a capture is one streampool cannot place; when it fails, the event still stands
+// for its earlier record (the driver changed nothing).
+TEST_F(FailedCalls, AFailedRecordIntoACaptureLeavesTheEventTracked) {
+  ASSERT_NO_FATAL_FAILURE(free_behind_work_and_record());
+  CUstream capturing = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&capturing, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(capturing, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  fail_call("cuEventRecord", 1, CUDA_ERROR_NOT_PERMITTED);
+
+  EXPECT_EQ(SP(cuEventRecord)(event, capturing), CUDA_ERROR_NOT_PERMITTED);
+
+  CUgraph graph = nullptr;
+  EXPECT_EQ(SP(cuStreamEndCapture)(capturing, &graph), CUDA_SUCCESS);
+  if (graph != nullptr) SP(cuGraphDestroy)(graph);
+  SP(cuStreamDestroy_v2)(capturing);
+  EXPECT_EQ(wait_and_allocate(), freed);
+}
+
+}  // namespace
