@@ -8,8 +8,12 @@
 // Events: a freed block on stream A, then event E recorded on A, then stream B waits for E. While E
 // is tracked, B is ordered after A's free and gets A's block at once; once E is untracked (some call
 // may record it where streampool cannot see), B's wait proves nothing and B gets other memory.
+#include <fcntl.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <thread>
 
 #include "hooks_test_api.hpp"
@@ -364,6 +368,83 @@ TEST_F(FailedCalls, AFailedRecordIntoACaptureLeavesTheEventTracked) {
   if (graph != nullptr) SP(cuGraphDestroy)(graph);
   SP(cuStreamDestroy_v2)(capturing);
   EXPECT_EQ(wait_and_allocate(), freed);
+}
+
+// --- the capture-invalidation watch (only while STREAMPOOL_LOG=debug) ------------------------
+// A capture the driver invalidates is named once in the log, by the first hook that ends after
+// the invalidation; an ended capture is no longer watched. Runs as a child with logging on, its
+// standard error in a file the child reads back.
+
+std::string capture_log_path() { return "/tmp/streampool-capture-watch-" + std::to_string(getppid()) + ".log"; }
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++count;
+  return count;
+}
+
+class CaptureWatch : public FailedCalls {
+ protected:
+  // A capture of `on` (through the variant `per_thread` names) that the driver then invalidates:
+  // cuStreamGetFlags of a capturing stream invalidates its capture.
+  void begin_and_invalidate(CUstream on, bool per_thread) {
+    auto begin = per_thread ? SP_AS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2) : SP(cuStreamBeginCapture_v2);
+    ASSERT_EQ(begin(on, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    unsigned flags = 0;
+    auto get_flags = underneath<decltype(&::cuStreamGetFlags)>(per_thread ? "cuStreamGetFlags_ptsz" : "cuStreamGetFlags");
+    ASSERT_EQ(get_flags(on, &flags), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  }
+  void end(CUstream on, bool per_thread, CUresult expected) {
+    auto end_capture = per_thread ? SP_AS(cuStreamEndCapture_ptsz, cuStreamEndCapture) : SP(cuStreamEndCapture);
+    CUgraph graph = nullptr;
+    EXPECT_EQ(end_capture(on, &graph), expected);
+    if (graph != nullptr) SP(cuGraphDestroy)(graph);
+  }
+  // Two hooks that end with the watch's check (an event record on another stream).
+  void two_checks() {
+    CUevent marker = nullptr;
+    ASSERT_EQ(SP(cuEventCreate)(&marker, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuEventRecord)(marker, other), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuEventRecord)(marker, other), CUDA_SUCCESS);
+    SP(cuEventDestroy_v2)(marker);
+  }
+  std::string log_so_far() {
+    fflush(stderr);
+    std::string text;
+    if (FILE* file = fopen(capture_log_path().c_str(), "r")) {
+      char buffer[4096];
+      for (size_t got; (got = fread(buffer, 1, sizeof buffer, file)) > 0;) text.append(buffer, got);
+      fclose(file);
+    }
+    return text;
+  }
+};
+
+TEST_F(CaptureWatch, DISABLED_Child) {
+  const int file = open(capture_log_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(file, 0);
+  ASSERT_GE(dup2(file, STDERR_FILENO), 0);
+  close(file);
+  const std::string invalidated = "invalidated by the end of cuEventRecord";
+
+  // A capture that ended without trouble is no longer watched: only the second capture is named.
+  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(stream, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  end(stream, false, CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(begin_and_invalidate(stream, false));
+  ASSERT_NO_FATAL_FAILURE(two_checks());
+  end(stream, false, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(count_of(log_so_far(), invalidated), 1u);
+
+  // The per-thread default stream, captured through the _ptsz variant, is asked through it.
+  ASSERT_NO_FATAL_FAILURE(begin_and_invalidate(nullptr, true));
+  ASSERT_NO_FATAL_FAILURE(two_checks());
+  end(nullptr, true, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT_EQ(count_of(log_so_far(), invalidated), 2u);
+}
+
+TEST(CaptureWatchLog, AnInvalidatedCaptureIsLoggedOnceAndAnEndedOneNoLonger) {
+  EXPECT_EQ(hooks_test::run_child_test("CaptureWatch.DISABLED_Child", {"STREAMPOOL_LOG=debug"}), 0);
+  unlink(capture_log_path().c_str());
 }
 
 }  // namespace
