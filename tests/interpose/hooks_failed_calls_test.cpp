@@ -370,6 +370,50 @@ TEST_F(FailedCalls, AFailedRecordIntoACaptureLeavesTheEventTracked) {
   EXPECT_EQ(wait_and_allocate(), freed);
 }
 
+// --- the markers streampool records and waits for ------------------------------------------
+// A pool capped at one chunk: a free pending on `stream` reaches `other` only through a marker on
+// `stream` that `other` waits for. Making the marker's context current (asked with
+// cuCtxGetCurrent) failing at its creation, its record or its wait is the answer a pool without
+// internal dependencies gives, out of memory, and the next request works. A child per case: markers
+// are pooled per context for the life of the process.
+
+TEST_F(FailedCalls, DISABLED_ChildInsertedDependency) {
+  const char* setting = std::getenv("CONTEXT_QUERY_NTH");
+  ASSERT_NE(setting, nullptr);
+  const unsigned long long nth = std::strtoull(setting, nullptr, 10);
+  constexpr size_t kChunk = 32 * kMiB;
+  CUmemoryPool capped = create_device_pool(kChunk);
+  ASSERT_NE(capped, nullptr);
+  CUdeviceptr first = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&first, kChunk, capped, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
+  fail_call("cuCtxGetCurrent", nth, CUDA_ERROR_UNKNOWN);
+  CUdeviceptr second = 1;
+
+  EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&second, kChunk, capped, other), CUDA_ERROR_OUT_OF_MEMORY);
+
+  EXPECT_EQ(injected("cuCtxGetCurrent"), 1u);
+  EXPECT_EQ(second, 0u);
+  clear_failures();
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, kChunk, capped, other), CUDA_SUCCESS);
+  EXPECT_EQ(second, first);
+  ASSERT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
+}
+
+TEST_F(FailedCalls, AnInsertedDependencyWhoseMarkerContextCannotBeAskedAtCreateIsOutOfMemoryThenWorks) {
+  EXPECT_EQ(hooks_test::run_child_test("FailedCalls.DISABLED_ChildInsertedDependency", {"CONTEXT_QUERY_NTH=1"}), 0);
+}
+
+TEST_F(FailedCalls, AnInsertedDependencyWhoseMarkerContextCannotBeAskedAtRecordIsOutOfMemoryThenWorks) {
+  EXPECT_EQ(hooks_test::run_child_test("FailedCalls.DISABLED_ChildInsertedDependency", {"CONTEXT_QUERY_NTH=2"}), 0);
+}
+
+TEST_F(FailedCalls, AnInsertedDependencyWhoseMarkerContextCannotBeAskedAtWaitIsOutOfMemoryThenWorks) {
+  EXPECT_EQ(hooks_test::run_child_test("FailedCalls.DISABLED_ChildInsertedDependency", {"CONTEXT_QUERY_NTH=3"}), 0);
+}
+
 // --- the capture-invalidation watch (only while STREAMPOOL_LOG=debug) ------------------------
 // A capture the driver invalidates is named once in the log, by the first hook that ends after
 // the invalidation; an ended capture is no longer watched. Runs as a child with logging on, its
