@@ -9,6 +9,7 @@
 // is tracked, B is ordered after A's free and gets A's block at once; once E is untracked (some call
 // may record it where streampool cannot see), B's wait proves nothing and B gets other memory.
 #include <fcntl.h>
+#include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
@@ -215,6 +216,61 @@ TEST_F(FailedCalls, AllocationInAContextWhoseDeviceCannotBeAskedReturnsTheDriver
   EXPECT_EQ(refused, 1u);
   EXPECT_EQ(result, CUDA_ERROR_NOT_PERMITTED);
   EXPECT_EQ(block, 0u);
+  underneath<decltype(&::cuCtxDestroy_v2)>("cuCtxDestroy_v2")(created);
+}
+
+// --- stream creation and handles ------------------------------------------------------------
+
+// A failed create writes no handle: the variable still names the program's earlier stream, which
+// stays what it was (here: non-blocking, so not ordered after the legacy stream).
+TEST_F(FailedCalls, AFailedStreamCreateLeavesTheStreamNamedInItsHandleAsItWas) {
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&freed, kMiB, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuLaunchHostFunc)(CU_STREAM_LEGACY, wait_for_gate, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(freed, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  CUstream handle = other;
+  fail_call("cuStreamCreate", 1, CUDA_ERROR_OUT_OF_MEMORY);
+
+  EXPECT_EQ(SP(cuStreamCreate)(&handle, CU_STREAM_DEFAULT), CUDA_ERROR_OUT_OF_MEMORY);
+
+  EXPECT_EQ(handle, other);
+  CUdeviceptr taken = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&taken, kMiB, pool, other), CUDA_SUCCESS);
+  EXPECT_NE(taken, freed);  // nothing orders `other` after the legacy stream's free
+  gate.store(true);
+  ASSERT_EQ(SP(cuMemFreeAsync)(taken, other), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+}
+
+// A handle that is no mapped memory would crash NVIDIA's driver, which dereferences it.
+TEST_F(FailedCalls, AllocationOnAStreamHandleThatIsNoMappedMemoryIsInvalidHandle) {
+  auto* unmapped = reinterpret_cast<CUstream>(std::uintptr_t{0x7ff0'0000'0000});  // page-aligned, far from any mapping
+  ASSERT_EQ(msync(reinterpret_cast<void*>(unmapped), 4096, MS_ASYNC), -1);  // ENOMEM: not mapped
+  const unsigned long long queries = hooks_test::fake_calls("cuStreamGetFlags");
+  CUdeviceptr block = 1;
+
+  EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, unmapped), CUDA_ERROR_INVALID_HANDLE);
+
+  EXPECT_EQ(block, 0u);
+  EXPECT_EQ(hooks_test::fake_calls("cuStreamGetFlags"), queries);  // never handed to the driver
+}
+
+// A stream created underneath in a context created underneath: its context's device is asked.
+TEST_F(FailedCalls, AllocationOnAnUnseenStreamWhoseContextsDeviceCannotBeAskedReturnsTheDriversError) {
+  CUcontext created = nullptr;
+  ASSERT_EQ(underneath<decltype(&::cuCtxCreate_v4)>("cuCtxCreate_v4")(&created, nullptr, 0, device), CUDA_SUCCESS);
+  CUstream unseen = nullptr;
+  ASSERT_EQ(underneath<decltype(&::cuStreamCreate)>("cuStreamCreate")(&unseen, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  underneath<decltype(&::cuCtxSetCurrent)>("cuCtxSetCurrent")(context);
+  fail_call("cuCtxGetDevice", 1, CUDA_ERROR_NOT_PERMITTED);
+  CUdeviceptr block = 1;
+
+  EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, unseen), CUDA_ERROR_NOT_PERMITTED);
+
+  EXPECT_EQ(injected("cuCtxGetDevice"), 1u);
+  EXPECT_EQ(block, 0u);
+  EXPECT_EQ(used(), 0u);
+  clear_failures();
+  SP(cuStreamDestroy_v2)(unseen);
   underneath<decltype(&::cuCtxDestroy_v2)>("cuCtxDestroy_v2")(created);
 }
 
