@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -424,6 +425,32 @@ TEST_F(FailedCalls, AFailedRecordIntoACaptureLeavesTheEventTracked) {
   if (graph != nullptr) SP(cuGraphDestroy)(graph);
   SP(cuStreamDestroy_v2)(capturing);
   EXPECT_EQ(wait_and_allocate(), freed);
+}
+
+// --- export data ---------------------------------------------------------------------------
+
+// The same live allocation exported again: the data is the same (one generation per allocation),
+// so data handed out earlier stays valid.
+TEST_F(FailedCalls, ExportingALivePointerAgainGivesTheSameExportData) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemoryPool exportable = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&exportable, &props), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, exportable, stream), CUDA_SUCCESS);
+  CUmemPoolPtrExportData first{};
+  CUmemPoolPtrExportData again{};
+
+  ASSERT_EQ(SP(cuMemPoolExportPointer)(&first, block), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemPoolExportPointer)(&again, block), CUDA_SUCCESS);
+
+  EXPECT_EQ(std::memcmp(first.reserved, again.reserved, sizeof first.reserved), 0);
+  ASSERT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(exportable), CUDA_SUCCESS);
 }
 
 // --- the markers streampool records and waits for ------------------------------------------
