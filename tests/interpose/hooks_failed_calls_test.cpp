@@ -220,6 +220,22 @@ TEST_F(FailedCalls, AllocationInAContextWhoseDeviceCannotBeAskedReturnsTheDriver
   underneath<decltype(&::cuCtxDestroy_v2)>("cuCtxDestroy_v2")(created);
 }
 
+// cuDevicePrimaryCtxRelease: streampool retains and releases the primary context to learn it, so
+// that the program's reference count is what it was. A retain that failed is not released.
+TEST_F(FailedCalls, APrimaryReleaseWhoseInternalRetainFailsKeepsTheProgramsReferences) {
+  CUcontext again = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&again, device), CUDA_SUCCESS);  // two references now
+  fail_call("cuDevicePrimaryCtxRetain", 1, CUDA_ERROR_OUT_OF_MEMORY);
+
+  EXPECT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(device), CUDA_SUCCESS);
+
+  EXPECT_EQ(injected("cuDevicePrimaryCtxRetain"), 1u);
+  unsigned flags = 0;
+  int active = 0;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxGetState)(device, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 1);  // the fixture's reference still holds it
+}
+
 // --- stream creation and handles ------------------------------------------------------------
 
 // A failed create writes no handle: the variable still names the program's earlier stream, which
