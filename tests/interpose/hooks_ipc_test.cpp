@@ -558,6 +558,26 @@ TEST_F(IpcHooks, AnImportedPointerFreedAfterTheDriversTeardownAnswersSuccess) {
   release(fd, pool, {block});
 }
 
+// cuMemFreeAsync of an imported pointer on a stream that takes no host function: streampool waits
+// for the stream itself; when that wait finds the driver torn down (at exit), success, and
+// nothing is unmapped.
+TEST_F(IpcHooks, AnImportedPointerFreedAsyncAfterTheDriversTeardownAnswersSuccess) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5a);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(
+      fd, {export_pointer(block)}, {0x5a}, 0, &status,
+      {"STREAMPOOL_FAKE_FAIL=cuLaunchHostFunc:1:CUDA_ERROR_NOT_SUPPORTED,cuStreamSynchronize:1:CUDA_ERROR_DEINITIALIZED"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_GT(report.mapped_after_free, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
 // --- the importer, run as a child by run_importer ---
 
 void import_everything(int socket) {
