@@ -578,6 +578,23 @@ TEST_F(IpcHooks, AnImportedPointerFreedAsyncAfterTheDriversTeardownAnswersSucces
   release(fd, pool, {block});
 }
 
+// A driver whose cuMemSetAccess takes no host descriptor (INVALID_VALUE) maps host memory
+// CPU-accessible already: the importer asks again with the devices' descriptors only.
+TEST_F(IpcHooks, AHostNumaPoolIsImportedWhereTheDriverRefusesAHostAccessDescriptor) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x77);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x77}, 0, &status,
+                               {"STREAMPOOL_FAKE_FAIL=cuMemSetAccess:1:CUDA_ERROR_INVALID_VALUE"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  release(fd, pool, {pointer});
+}
+
 // --- the importer, run as a child by run_importer ---
 
 void import_everything(int socket) {
