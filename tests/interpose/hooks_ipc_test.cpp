@@ -137,7 +137,8 @@ class IpcHooks : public hooks_test::DriverTest {
   // Runs the importer child on `pool_fd` with the given export data; its report, and its exit
   // status in *status (-1: it did not exit normally).
   Report run_importer(int pool_fd, const std::vector<CUmemPoolPtrExportData>& data,
-                      const std::vector<unsigned char>& fills, int flags, int* status = nullptr) {
+                      const std::vector<unsigned char>& fills, int flags, int* status = nullptr,
+                      const std::vector<std::string>& child_environment = {}) {
     Report report;
     int ends[2] = {-1, -1};
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
@@ -151,8 +152,9 @@ class IpcHooks : public hooks_test::DriverTest {
     }
     EXPECT_TRUE(send_with_fd(ends[0], &order, sizeof order, pool_fd));  // buffered until the child reads
     const int child_end = dup(ends[1]);  // without close-on-exec: the child inherits it
-    const int exit_status = hooks_test::run_child_test(
-        "DISABLED_IpcImporter.Run", {"STREAMPOOL_TEST_IPC_SOCKET=" + std::to_string(child_end)});
+    std::vector<std::string> environment = child_environment;
+    environment.push_back("STREAMPOOL_TEST_IPC_SOCKET=" + std::to_string(child_end));
+    const int exit_status = hooks_test::run_child_test("DISABLED_IpcImporter.Run", environment);
     close(child_end);
     close(ends[1]);
     if (status != nullptr) *status = exit_status;
@@ -529,6 +531,84 @@ TEST_F(IpcHooks, ImportRefusesDescriptorsThatAreNotAnExportedPool) {
             CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(pool, nullptr);
   for (int fd : {pipe_ends[0], pipe_ends[1], silent[0], silent[1]}) close(fd);
+}
+
+// A driver call of the import failing in the importer (STREAMPOOL_FAKE_FAIL in its environment):
+// the import answers that error, and nothing of it stays mapped.
+class IpcImportFailure : public IpcHooks, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(IpcImportFailure, AFailedDriverCallOfAPointerImportIsItsErrorAndMapsNothing) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5a);
+  const int fd = export_pool(pool);
+  const std::string failure = std::string("STREAMPOOL_FAKE_FAIL=") + GetParam() + ":1:CUDA_ERROR_OUT_OF_MEMORY";
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x5a}, 0, &status, {failure});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_OUT_OF_MEMORY) << GetParam();
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start) << GetParam();
+  release(fd, pool, {block});
+}
+
+INSTANTIATE_TEST_SUITE_P(IpcHooks, IpcImportFailure,
+                         ::testing::Values("cuMemImportFromShareableHandle", "cuMemMap"));
+
+// cuMemFree of an imported pointer once the driver is deinitialized (at exit, after its own
+// teardown): success, and nothing is unmapped (the driver already let everything go).
+TEST_F(IpcHooks, AnImportedPointerFreedAfterTheDriversTeardownAnswersSuccess) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5a);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x5a}, kFreeBlocking, &status,
+                               {"STREAMPOOL_FAKE_FAIL=cuCtxSynchronize:1:CUDA_ERROR_DEINITIALIZED"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_GT(report.mapped_after_free, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
+// cuMemFreeAsync of an imported pointer on a stream that takes no host function: streampool waits
+// for the stream itself; when that wait finds the driver torn down (at exit), success, and
+// nothing is unmapped.
+TEST_F(IpcHooks, AnImportedPointerFreedAsyncAfterTheDriversTeardownAnswersSuccess) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5a);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(
+      fd, {export_pointer(block)}, {0x5a}, 0, &status,
+      {"STREAMPOOL_FAKE_FAIL=cuLaunchHostFunc:1:CUDA_ERROR_NOT_SUPPORTED,cuStreamSynchronize:1:CUDA_ERROR_DEINITIALIZED"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_GT(report.mapped_after_free, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
+// A driver whose cuMemSetAccess takes no host descriptor (INVALID_VALUE) maps host memory
+// CPU-accessible already: the importer asks again with the devices' descriptors only.
+TEST_F(IpcHooks, AHostNumaPoolIsImportedWhereTheDriverRefusesAHostAccessDescriptor) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x77);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x77}, 0, &status,
+                               {"STREAMPOOL_FAKE_FAIL=cuMemSetAccess:1:CUDA_ERROR_INVALID_VALUE"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  release(fd, pool, {pointer});
 }
 
 // --- the importer, run as a child by run_importer ---
