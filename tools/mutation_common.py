@@ -44,7 +44,7 @@ def run(command, cwd, log=None, timeout=None, env=None):
 def copy_tree(destination, root=ROOT, keep=()):
     """Brings the copy up to the working tree: files that differ are written (with a fresh time, so
     that a kept build rebuilds them), the others left alone, and the paths of `keep` (relative to
-    the tree: files the caller writes itself) left as they are."""
+    the tree: files the caller writes itself) left as they are where the copy has them."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     if listed.returncode == 0:
@@ -69,7 +69,7 @@ def copy_tree(destination, root=ROOT, keep=()):
                 os.remove(path)
     for name in files:
         source = os.path.join(root, name)
-        if not name or not os.path.isfile(source) or name in keep:
+        if not name or not os.path.isfile(source) or (name in keep and os.path.isfile(os.path.join(destination, name))):
             continue
         target = os.path.join(destination, name)
         with open(source, "rb") as text:
