@@ -5,12 +5,17 @@
 # exports read by the torch wheel's own memory viewer, and the packages run from their unpacked
 # trees. Each step's PASS/FAIL lines go to OUT/summary.txt, its logs into OUT/logs.tar.gz.
 #
-#   OUT=... tools/gpu/control_insight_check.sh [BUILD_DIR]
+#   OUT=... tools/gpu/control_insight_check.sh [BUILD_DIR [STEP...]]
+# STEPs (default: all, in this order): capture-race group cap export package. The build is
+# incremental, so the steps can be split over calls that keep BUILD_DIR.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo" || exit 2
 out=${OUT:?set OUT}
 build=${1:-build-gpu}
+shift || true
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(capture-race group cap export package)
 logs=$out/logs
 mkdir -p "$logs"
 summary=$out/summary.txt
@@ -28,11 +33,16 @@ run_step() {  # NAME SECONDS COMMAND...
 }
 tools/setup.sh "$build" >"$logs/build.out" 2>&1 && cmake --build "$build" -j"$(nproc)" >>"$logs/build.out" 2>&1
 echo "step build: exit $?" >>"$summary"
-run_step capture-race 150 tools/gpu/capture_race.sh "$build" "$logs/capture-race" "" 100
-run_step group 120 tools/gpu/group_check.sh "$logs/group" "$build"
-run_step cap 200 tools/gpu/cap_check.sh "$logs/cap" "$build"
-run_step export 150 tools/gpu/export_check.sh "$logs/export" "$build"
-run_step package 100 tools/gpu/package_check.sh "$logs/package" "$build"
+for step in "${steps[@]}"; do
+  case $step in
+    capture-race) run_step capture-race 150 tools/gpu/capture_race.sh "$build" "$logs/capture-race" "" 100 ;;
+    group) run_step group 120 tools/gpu/group_check.sh "$logs/group" "$build" ;;
+    cap) run_step cap 240 tools/gpu/cap_check.sh "$logs/cap" "$build" ;;
+    export) run_step export 150 tools/gpu/export_check.sh "$logs/export" "$build" ;;
+    package) run_step package 100 tools/gpu/package_check.sh "$logs/package" "$build" ;;
+    *) echo "unknown step $step" >>"$summary" ;;
+  esac
+done
 find "$logs" -name '*.trace' -size +4M -delete
-tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
+tar -czf "$out/logs-${steps[0]}.tar.gz" -C "$out" logs && rm -rf "$logs"
 cat "$summary"
