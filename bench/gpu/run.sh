@@ -97,9 +97,15 @@ done
 
 driver_version=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-commit=$(git -C "$repo_root" rev-parse --verify -q HEAD 2>/dev/null || echo "unknown (no commit)")
-if [[ -n $(git -C "$repo_root" status --porcelain 2>/dev/null | head -n 1) ]]; then
-  commit="$commit (working tree has uncommitted changes)"
+# STREAMPOOL_COMMIT first: a machine given a copy of the working tree may carry a .git of an older
+# checkout, whose HEAD is not what was built.
+if [[ -n ${STREAMPOOL_COMMIT:-} ]]; then
+  commit=$STREAMPOOL_COMMIT
+else
+  commit=$(git -C "$repo_root" rev-parse --verify -q HEAD 2>/dev/null || echo "unknown (no commit)")
+  if [[ -n $(git -C "$repo_root" status --porcelain 2>/dev/null | head -n 1) ]]; then
+    commit="$commit (working tree has uncommitted changes)"
+  fi
 fi
 
 python3 "$script_dir/compare.py" "$outdir" \

@@ -42,10 +42,18 @@ paste -d '|' "$out/driver.out" "$out/streampool.out" | sed 's/|/   <->   /'
 # The cases and rounds of each line, without the capture outcome.
 cases() { sed -E 's/ end_failures=[0-9]+ first_end=[0-9]+//' "$1"; }
 no_violation() { ! grep -Eq 'violations=[1-9]' "$1"; }
-if [[ $driver_rc -eq 0 && $streampool_rc -eq 0 ]] && cmp -s <(cases "$out/driver.out") <(cases "$out/streampool.out") &&
+# NVIDIA's pool also refuses the other thread's allocation itself during a global capture
+# (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which makes the program's exit status 1): the driver
+# run counts as clean when that refusal is all its stderr says.
+driver_ok=0
+if [[ $driver_rc -eq 0 ]] || ! grep -qv 'alloc on B failed: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED' "$out/driver.err"; then
+  driver_ok=1
+fi
+if [[ $driver_ok -eq 1 && $streampool_rc -eq 0 ]] && cmp -s <(cases "$out/driver.out") <(cases "$out/streampool.out") &&
   no_violation "$out/driver.out" && clean "$out/streampool.out"; then
   invalidated=$(grep -Eo 'end_failures=[0-9]+' "$out/driver.out" | awk -F= '{s += $2} END {print s + 0}')
-  [[ $invalidated -gt 0 ]] && echo "NOTE capture-race: NVIDIA's pool invalidated $invalidated captures (cuStreamEndCapture 901), streampool none"
+  refused=$(grep -c 'alloc on B failed: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED' "$out/driver.err")
+  [[ $invalidated -gt 0 ]] && echo "NOTE capture-race: NVIDIA's pool invalidated $invalidated captures (cuStreamEndCapture 901) and refused $refused allocations of the other thread (900); streampool neither"
   echo "PASS capture-race"
   exit 0
 fi
