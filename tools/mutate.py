@@ -1095,7 +1095,8 @@ def run_schema(mutants, args, results_path, previous, meta):
     built = time.time() - started
     tests = reach_tests.list_tests(build_dir)
     names = dict(tests)
-    runner = reach_tests.Runner(build_dir, log, args.jobs)
+    alone = frozenset(reach_tests.fixture_tests(build_dir))
+    runner = reach_tests.Runner(build_dir, log, args.jobs, alone)
     environment = dict(os.environ)
     begin = time.time()
     # What each test reaches, kept with the build: a resumed run over the same schema reuses it.
@@ -1136,7 +1137,7 @@ def run_schema(mutants, args, results_path, previous, meta):
             ordered.append(done)
             continue
         todo.append((number, mutant))
-    runners = [runner] + [reach_tests.Runner(copy, log, args.jobs)
+    runners = [runner] + [reach_tests.Runner(copy, log, args.jobs, alone)
                           for copy in reach_tests.build_copies(build_dir, args.workers - 1)]
     lock = threading.Lock()
 

@@ -18,18 +18,34 @@ import time
 
 def list_tests(build_dir):
     """[(ctest number, name)] in ctest's order."""
+    return [(number, name) for number, name, _ in _tests(build_dir)]
+
+
+def fixture_tests(build_dir):
+    """The numbers of the tests that set up or need a ctest fixture. ctest runs a fixture's setup
+    once for all its tests in one invocation; each of the runner's invocations runs it again, so
+    two at once would write the same files: such a test runs alone."""
+    return {number for number, _, fixtures in _tests(build_dir) if fixtures}
+
+
+def _tests(build_dir):
     output = subprocess.run(["ctest", "--test-dir", build_dir, "--show-only=json-v1"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
-    return [(number, test["name"]) for number, test in enumerate(json.loads(output)["tests"], 1)]
+    tests = []
+    for number, test in enumerate(json.loads(output)["tests"], 1):
+        names = {p.get("name") for p in test.get("properties", [])}
+        tests.append((number, test["name"], bool(names & {"FIXTURES_REQUIRED", "FIXTURES_SETUP", "FIXTURES_CLEANUP"})))
+    return tests
 
 
 class Runner:
     """One ctest test at a time per slot, `jobs` slots."""
 
-    def __init__(self, build_dir, log, jobs=2):
+    def __init__(self, build_dir, log, jobs=2, alone=frozenset()):
         self.build_dir = build_dir
         self.log = log
         self.jobs = jobs
+        self.alone = alone  # tests that run with no other test beside them (fixture_tests)
 
     def _start(self, number, timeout, env):
         command = ["ctest", "--test-dir", self.build_dir, "-I", f"{number},{number}", "--timeout", str(int(timeout)),
@@ -54,18 +70,20 @@ class Runner:
         failed = False
         while pending or running:
             while pending and len(running) < self.jobs and not (failed and stop_at_failure):
+                if running and (pending[0][0] in self.alone or any(r[0] in self.alone for r in running)):
+                    break
                 number, timeout, env = pending.pop(0)
                 process, started = self._start(number, timeout + 30, env)
-                running.append((number, process, started))
+                running.append((number, process, started, env))
             if failed and stop_at_failure:
-                for _, process, _ in running:
+                for _, process, _, _ in running:
                     self._stop(process)
                 break
             time.sleep(0.02)
             still = []
-            for number, process, started in running:
+            for number, process, started, env in running:
                 if process.poll() is None:
-                    still.append((number, process, started))
+                    still.append((number, process, started, env))
                     continue
                 output = process.communicate()[0]
                 passed = process.returncode == 0
