@@ -38,7 +38,7 @@ void Program::note(const char* format, ...) {
   if (trace_.size() == kTraceLength) trace_.pop_front();
   char prefix[64];
   const std::size_t worker = StepWorkers::current();
-  std::snprintf(prefix, sizeof prefix, "  #%zu (worker %zu%s) ", step_index_, worker,
+  std::snprintf(prefix, sizeof prefix, "  #%zu (worker %zu%s) ", step_index_.load(), worker,
                 interleaving_ && worker != paused_worker_ ? ", meanwhile" : "");
   trace_.push_back(std::string(prefix) + line);
 }
@@ -46,7 +46,7 @@ void Program::note(const char* format, ...) {
 void Program::fail(const std::string& what) {
   if (failed()) return;
   std::ostringstream out;
-  out << "model check failed: seed " << seed_ << ", step " << step_index_ << ": " << what << "\n"
+  out << "model check failed: seed " << seed_ << ", step " << step_index_.load() << ": " << what << "\n"
       << "replay: STREAMPOOL_MODEL_SEED=" << seed_ << " STREAMPOOL_MODEL_PROGRAMS=1 core_tests "
       << "--gtest_filter='ModelCheck.*'\nlast steps of the program:\n";
   for (const std::string& line : trace_) out << line << "\n";
@@ -106,7 +106,7 @@ void Program::set_up() {
   if (auto_release_) {
     core::ReleasePolicy policy = core::ReleasePolicy::self_tuning();
     policy.idle_ms = 100;
-    policy.clock_ms = [this] { return static_cast<std::uint64_t>(step_index_) * 10; };
+    policy.clock_ms = [this] { return static_cast<std::uint64_t>(step_index_.load(std::memory_order_relaxed)) * 10; };
     engine_->set_release_policy(std::move(policy));
   }
   for (std::size_t context = 0; context < context_count_; ++context) {

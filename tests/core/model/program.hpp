@@ -28,6 +28,7 @@
 // Not part of the model check's interface: included only by its own .cpp files.
 #pragma once
 
+#include <atomic>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -228,7 +229,9 @@ class Program {
   core::EventKey paused_event_ = 0;
   std::size_t paused_context_ = 0;
 
-  std::size_t step_index_ = 0;
+  // Atomic: the fake clock of auto release reads it from whichever worker's step commits a
+  // ticket, while another worker's run advances it.
+  std::atomic<std::size_t> step_index_{0};
   std::deque<std::string> trace_;
   std::string failure_;
   Coverage coverage_;
