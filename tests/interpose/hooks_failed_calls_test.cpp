@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "fault_switch.hpp"
 #include "hooks_test_api.hpp"
 
 namespace {
@@ -26,25 +27,10 @@ using hooks_test::fake_driver;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-void fail_calls(const char* name, unsigned long long nth, unsigned long long count, CUresult error) {
-  using Fail = void (*)(const char*, unsigned long long, unsigned long long, int);
-  auto fail = reinterpret_cast<Fail>(dlsym(fake_driver(), "streampool_fake_fail_calls"));
-  ASSERT_NE(fail, nullptr);
-  fail(name, nth, count, static_cast<int>(error));
-}
-
-void fail_call(const char* name, unsigned long long nth, CUresult error) { fail_calls(name, nth, 1, error); }
-
-void clear_failures() {
-  using Clear = void (*)();
-  if (auto clear = reinterpret_cast<Clear>(dlsym(fake_driver(), "streampool_fake_clear_failures"))) clear();
-}
-
-unsigned long long injected(const char* name) {
-  using Injected = unsigned long long (*)(const char*);
-  auto count = reinterpret_cast<Injected>(dlsym(fake_driver(), "streampool_fake_failures_injected"));
-  return count == nullptr ? 0 : count(name);
-}
+using hooks_test::clear_failures;
+using hooks_test::fail_call;
+using hooks_test::fail_calls;
+using hooks_test::injected;
 
 // The fake driver's own definition of an entry point: a call streampool's hooks never see.
 template <class Function>

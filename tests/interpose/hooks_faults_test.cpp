@@ -8,6 +8,7 @@
 //
 // Marker scenarios run in a child process each: markers are pooled per context for the life of
 // the process, so only a fresh process is sure to create (and so to fail creating) an event.
+#include "fault_switch.hpp"
 #include "hooks_test_api.hpp"
 
 namespace {
@@ -31,26 +32,10 @@ VmmLive vmm_live() {
   return live;
 }
 
-// Calls nth .. nth+count-1 of `name`, counted from now, return `error` (count 0: every call).
-void fail_calls(const char* name, unsigned long long nth, unsigned long long count, CUresult error) {
-  using Fail = void (*)(const char*, unsigned long long, unsigned long long, int);
-  auto fail = reinterpret_cast<Fail>(dlsym(fake_driver(), "streampool_fake_fail_calls"));
-  ASSERT_NE(fail, nullptr);
-  fail(name, nth, count, static_cast<int>(error));
-}
-
-void fail_call(const char* name, unsigned long long nth, CUresult error) { fail_calls(name, nth, 1, error); }
-
-void clear_failures() {
-  using Clear = void (*)();
-  if (auto clear = reinterpret_cast<Clear>(dlsym(fake_driver(), "streampool_fake_clear_failures"))) clear();
-}
-
-unsigned long long injected(const char* name) {
-  using Injected = unsigned long long (*)(const char*);
-  auto count = reinterpret_cast<Injected>(dlsym(fake_driver(), "streampool_fake_failures_injected"));
-  return count == nullptr ? 0 : count(name);
-}
+using hooks_test::clear_failures;
+using hooks_test::fail_call;
+using hooks_test::fail_calls;
+using hooks_test::injected;
 
 class FaultHooks : public hooks_test::DriverTest {
  protected:
