@@ -35,6 +35,8 @@ int export_command(const std::vector<std::string>& args);  // export.hpp
 
 // Whether `arg` asks for a command's help.
 bool is_help(const std::string& arg);
+// Whether any of `args` asks for it (a --help after other options is still help).
+bool any_help(const std::vector<std::string>& args);
 // "streampool COMMAND: unknown option 'ARG'" (or "unexpected argument" for one not an option) on stderr.
 void say_not_understood(const char* command, const std::string& arg);
 

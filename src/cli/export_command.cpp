@@ -58,11 +58,9 @@ int export_command(const std::vector<std::string>& args) {
   std::string path;
   std::string output;
   std::string format;
-  for (const std::string& arg : rest) {
-    if (is_help(arg)) {
-      usage(std::cout);
-      return 0;
-    }
+  if (any_help(rest)) {
+    usage(std::cout);
+    return 0;
   }
   for (std::size_t i = 0; i < rest.size(); ++i) {
     if ((rest[i] == "-o" || rest[i] == "--output") && i + 1 < rest.size()) {

@@ -475,11 +475,9 @@ int plot_command(const std::vector<std::string>& args) {
   if (!parse_what_if(args, &what_if, &rest)) return 2;
   std::string path;
   std::string output;
-  for (const std::string& arg : rest) {
-    if (is_help(arg)) {
-      usage(std::cout);
-      return 0;
-    }
+  if (any_help(rest)) {
+    usage(std::cout);
+    return 0;
   }
   for (std::size_t i = 0; i < rest.size(); ++i) {
     if ((rest[i] == "-o" || rest[i] == "--output") && i + 1 < rest.size()) {

@@ -163,11 +163,9 @@ int replay_command(const std::vector<std::string>& args) {
   if (!parse_what_if(args, &what_if, &rest)) return 2;
   bool json = false;
   std::string path;
-  for (const std::string& arg : rest) {
-    if (is_help(arg)) {
-      usage(std::cout);
-      return 0;
-    }
+  if (any_help(rest)) {
+    usage(std::cout);
+    return 0;
   }
   for (const std::string& arg : rest) {
     if (arg == "--json") json = true;

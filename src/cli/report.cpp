@@ -30,6 +30,13 @@ double fragmentation(double peak_used, double peak_reserved) {
 
 bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
 
+bool any_help(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (is_help(arg)) return true;
+  }
+  return false;
+}
+
 void say_not_understood(const char* command, const std::string& arg) {
   std::cerr << "streampool " << command << ": " << (!arg.empty() && arg[0] == '-' ? "unknown option '" : "unexpected argument '")
             << arg << "'\n";
