@@ -101,9 +101,9 @@ FILES = [
     ("src/interpose/hooks/untracked_record_hooks.cpp", None),
     ("src/interpose/hooks/pointer_hooks.cpp", None),
     ("src/interpose/hooks/route_cache.cpp", None),
-    ("src/interpose/hooks/ipc_exporter.cpp", None),
-    ("src/interpose/hooks/ipc_importer.cpp", None),
-    ("src/interpose/hooks/ipc_hooks.cpp", None),
+    ("src/interpose/hooks/ipc/ipc_exporter.cpp", None),
+    ("src/interpose/hooks/ipc/ipc_importer.cpp", None),
+    ("src/interpose/hooks/ipc/ipc_hooks.cpp", None),
 ]
 
 # Tracking updates: calls (by the called name, whole-name regexes) that change what the engine or

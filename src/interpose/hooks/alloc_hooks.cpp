@@ -17,10 +17,10 @@
 #include "driver/log.hpp"
 #include "driver/capture_tracker.hpp"
 #include "call_counters.hpp"
-#include "ipc.hpp"
+#include "ipc/ipc.hpp"
 #include "process_state.hpp"
 #include "route_cache.hpp"
-#include "trace_points.hpp"
+#include "report/trace_points.hpp"
 #include "driver/stream_registry.hpp"
 
 namespace streampool::interpose {

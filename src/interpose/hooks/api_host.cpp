@@ -4,7 +4,7 @@
 
 #include "call_counters.hpp"
 #include "process_state.hpp"
-#include "stats_report.hpp"
+#include "report/stats_report.hpp"
 
 namespace streampool::api {
 

@@ -6,7 +6,7 @@
 #include "driver/device_context.hpp"
 #include "process_state.hpp"
 #include "raw_enum.hpp"
-#include "trace_points.hpp"
+#include "report/trace_points.hpp"
 
 namespace streampool::interpose {
 

@@ -21,7 +21,7 @@
 #include "driver/stream_registry.hpp"
 #include "process_state.hpp"
 #include "tracking.hpp"
-#include "trace_points.hpp"
+#include "report/trace_points.hpp"
 
 namespace streampool::interpose {
 

@@ -15,9 +15,9 @@
 #include "call_counters.hpp"
 #include "process_state.hpp"
 #include "driver/stream_registry.hpp"
-#include "ipc.hpp"
+#include "ipc/ipc.hpp"
 #include "tracking.hpp"
-#include "trace_points.hpp"
+#include "report/trace_points.hpp"
 
 namespace streampool::interpose {
 

@@ -15,11 +15,11 @@
 #include "driver/device_context.hpp"
 #include "driver/locality_domains.hpp"
 #include "driver/numa_nodes.hpp"
-#include "ipc.hpp"
+#include "ipc/ipc.hpp"
 #include "process_state.hpp"
 #include "driver/vmm_backing.hpp"
 #include "raw_enum.hpp"
-#include "trace_points.hpp"
+#include "report/trace_points.hpp"
 
 namespace streampool::interpose {
 

@@ -6,7 +6,7 @@
 #include "driver/device_context.hpp"
 #include "driver/stream_registry.hpp"
 #include "driver/vmm_backing.hpp"
-#include "stats_report.hpp"
+#include "report/stats_report.hpp"
 
 namespace streampool::interpose {
 

@@ -19,7 +19,7 @@
 #include "process_state.hpp"
 #include "route_cache.hpp"
 #include "tracking.hpp"
-#include "trace_points.hpp"
+#include "report/trace_points.hpp"
 
 namespace streampool::interpose {
 

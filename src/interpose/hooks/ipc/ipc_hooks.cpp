@@ -1,8 +1,8 @@
 // The four IPC calls of the pool family (ipc.hpp). Pass-through mode forwards them unchanged.
-#include "call_counters.hpp"
+#include "hooks/call_counters.hpp"
 #include "ipc.hpp"
-#include "process_state.hpp"
-#include "raw_enum.hpp"
+#include "hooks/process_state.hpp"
+#include "hooks/raw_enum.hpp"
 
 using streampool::interpose::Hook;
 namespace sp = streampool::interpose;

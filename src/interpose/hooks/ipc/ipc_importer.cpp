@@ -24,7 +24,7 @@
 #include "driver/device_context.hpp"
 #include "ipc.hpp"
 #include "ipc_protocol.hpp"
-#include "process_state.hpp"
+#include "hooks/process_state.hpp"
 
 namespace streampool::interpose::ipc {
 

@@ -11,10 +11,10 @@
 #include <initializer_list>
 #include <vector>
 
-#include "call_counters.hpp"
+#include "hooks/call_counters.hpp"
 #include "driver/capture_tracker.hpp"
 #include "driver/log.hpp"
-#include "process_state.hpp"
+#include "hooks/process_state.hpp"
 #include "driver/real_library.hpp"
 #include "trace/files.hpp"
 #include "trace/recorder.hpp"
