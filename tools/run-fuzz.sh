@@ -25,7 +25,8 @@ fuzz_build=build-fuzz
 tools/setup.sh "$driver_build"
 cmake --build "$driver_build" -j "$(nproc)" --target streampool_fakecuda
 CC=clang CXX=clang++ tools/setup.sh "$fuzz_build" -DSTREAMPOOL_SANITIZE=fuzz -DSTREAMPOOL_BUILD_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 cmake --build "$fuzz_build" -j "$(nproc)" --target streampool_fuzz_hooks streampool_fuzz_trace streampool_fuzz_report \
   streampool_fuzz_args
 
