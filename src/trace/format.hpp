@@ -50,8 +50,8 @@ enum class Op : std::uint16_t {
   context_synchronize = 15,
   stream_create = 16,      // stream, flags = creation flags (1: non-blocking)
   stream_destroy = 17,     // stream
-  out_of_memory = 18,      // an allocation failed: stream, pool, size requested, address = the pool's largest
-                           // free range, flags = the explanation (OomCause below), result
+  out_of_memory = 18,      // an allocation failed: stream, pool, size requested, address = the device's free
+                           // memory (within the cap; 0: unknown), flags = the explanation (OomCause), result
 };
 inline constexpr std::uint16_t kLastOp = 18;
 

@@ -139,6 +139,17 @@ insight::OomFigures gather(ProcessState& state, core::Pool* pool, std::size_t by
   return figures;
 }
 
+// What the device could still give this process, as PyTorch's snapshot calls it: the driver's
+// free memory, within the cap's headroom where a cap is set (0 when neither is known).
+std::uint64_t device_free(const insight::OomFigures& figures) noexcept {
+  std::uint64_t free_bytes = figures.driver_known ? figures.driver_free : UINT64_MAX;
+  if (figures.limit != insight::kNoLimit) {
+    const std::uint64_t room = figures.limit > figures.charged ? figures.limit - figures.charged : 0;
+    if (room < free_bytes) free_bytes = room;
+  }
+  return free_bytes == UINT64_MAX ? 0 : free_bytes;
+}
+
 // The trace numbers the causes from 1, in the insight layer's order.
 std::uint16_t trace_cause(insight::OomCause cause) noexcept {
   return static_cast<std::uint16_t>(static_cast<int>(cause) + 1);
@@ -162,10 +173,9 @@ void report_out_of_memory(core::Pool* pool, std::size_t bytes, CUstream stream, 
       reports.last_json.swap(json);
     }
     if (trace::active()) {
-      const std::uint64_t largest = figures.pools.empty() ? 0 : figures.pools.front().largest_free;
       trace::record(trace::Op::out_of_memory, trace_cause(explanation.cause),
-                    static_cast<std::int32_t>(CUDA_ERROR_OUT_OF_MEMORY), figures.stream, figures.pool, bytes, largest,
-                    trace::now());
+                    static_cast<std::int32_t>(CUDA_ERROR_OUT_OF_MEMORY), figures.stream, figures.pool, bytes,
+                    device_free(figures), trace::now());
     }
     if (failures == 1) {
       bool expected = false;
