@@ -6,7 +6,7 @@
 # trees. Each step's PASS/FAIL lines go to OUT/summary.txt, its logs into OUT/logs.tar.gz.
 #
 #   OUT=... tools/gpu/control_insight_check.sh [BUILD_DIR [STEP...]]
-# STEPs (default: all, in this order): capture-race group cap export package. The build is
+# STEPs (default: all, in this order): capture-race group cap oom export package. The build is
 # incremental, so the steps can be split over calls that keep BUILD_DIR.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -15,7 +15,7 @@ out=${OUT:?set OUT}
 build=${1:-build-gpu}
 shift || true
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(capture-race group cap export package)
+[ ${#steps[@]} -gt 0 ] || steps=(capture-race group cap oom export package)
 logs=$out/logs
 mkdir -p "$logs"
 summary=$out/summary.txt
@@ -38,6 +38,7 @@ for step in "${steps[@]}"; do
     capture-race) run_step capture-race 150 tools/gpu/capture_race.sh "$build" "$logs/capture-race" "" 100 ;;
     group) run_step group 120 tools/gpu/group_check.sh "$logs/group" "$build" ;;
     cap) run_step cap 240 tools/gpu/cap_check.sh "$logs/cap" "$build" ;;
+    oom) run_step oom 320 env BUILD="$build" tools/gpu/oom_check.sh "$logs/oom" ;;
     export) run_step export 150 tools/gpu/export_check.sh "$logs/export" "$build" ;;
     package) run_step package 100 tools/gpu/package_check.sh "$logs/package" "$build" ;;
     *) echo "unknown step $step" >>"$summary" ;;
