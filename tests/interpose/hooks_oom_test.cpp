@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "hooks_test_api.hpp"
 #include "streampool/streampool.h"
@@ -187,6 +188,45 @@ TEST_F(OomChild, DISABLED_DeviceHeldOutsideByTheDriversOwnAllocations) {
   ASSERT_EQ(SP(cuMemFree_v2)(forwarded), CUDA_SUCCESS);
 }
 
+// Four threads, each failing 25 times at once: every failure counted, one report written.
+TEST_F(OomChild, DISABLED_ThreadsFailingAtOnce) {
+  CUdeviceptr held = 0;
+  ASSERT_EQ(alloc(8 * kMiB, &held), CUDA_SUCCESS);
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      SP(cuCtxSetCurrent)(context);
+      for (int i = 0; i < 25; ++i) {
+        CUdeviceptr pointer = 0;
+        if (SP(cuMemAllocAsync)(&pointer, 4 * kMiB, stream) == CUDA_ERROR_OUT_OF_MEMORY) ++refused;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(refused.load(), 100);
+  EXPECT_NE(oom_report().find("\"failures\":100,"), std::string::npos) << oom_report();
+  ASSERT_EQ(SP(cuMemFreeAsync)(held, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+}
+
+// A failure while another stream captures in global mode: the driver is not asked for its free
+// memory (a call a capture may not survive), and the capture ends as it began.
+TEST_F(OomChild, DISABLED_FailureDuringAGlobalCapture) {
+  CUstream capturing = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&capturing, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUdeviceptr refused = 0;
+  EXPECT_EQ(alloc(16 * kMiB, &refused), CUDA_ERROR_OUT_OF_MEMORY);
+  CUgraph graph = nullptr;
+  EXPECT_EQ(SP(cuStreamEndCapture)(capturing, &graph), CUDA_SUCCESS);
+  if (graph != nullptr) SP(cuGraphDestroy)(graph);
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(capturing), CUDA_SUCCESS);
+  const std::string report = oom_report();
+  EXPECT_NE(report.find("\"driver\":null,"), std::string::npos) << report;
+  EXPECT_NE(report.find("\"cause\":\"cap_reached\""), std::string::npos) << report;
+}
+
 class OutOfMemoryReport : public ::testing::Test {
  protected:
   // Runs one child scenario; returns its stderr.
@@ -206,6 +246,17 @@ TEST_F(OutOfMemoryReport, TheFirstFailureIsWrittenOnceAndTheRestCountedAtExit) {
   EXPECT_EQ(count_of(text, "streampool:   cap 8.0 MiB, charged 8.0 MiB"), 1u) << text;
   EXPECT_EQ(count_of(text, "streampool:   explanation: cap reached"), 1u) << text;
   EXPECT_EQ(count_of(text, "streampool: 2 more out-of-memory failures, see streampool_oom_report\n"), 1u) << text;
+}
+
+TEST_F(OutOfMemoryReport, ThreadsFailingAtOnceWriteOneReportAndCountEveryFailure) {
+  const std::string text = run("ThreadsFailingAtOnce");
+  EXPECT_EQ(count_of(text, "streampool: out of memory: "), 1u) << text;
+  EXPECT_EQ(count_of(text, "streampool: 99 more out-of-memory failures"), 1u) << text;
+}
+
+TEST_F(OutOfMemoryReport, AFailureDuringAGlobalCaptureAsksTheDriverNothing) {
+  const std::string text = run("FailureDuringAGlobalCapture");
+  EXPECT_EQ(count_of(text, "device free memory not asked"), 1u) << text;
 }
 
 TEST_F(OutOfMemoryReport, LogOffSilencesItAndTheJsonStaysAvailable) {
