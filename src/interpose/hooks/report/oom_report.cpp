@@ -65,14 +65,15 @@ void count_line_at_exit() {
   if (length > 0) write_stderr(std::string(line, static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length) : sizeof line - 1));
 }
 
-insight::OomPool pool_figures(core::Engine& engine, ProcessState& state, core::Pool* pool) {
+// Without is_default: the location pools' lock is taken before the pool table's when a pool is
+// created, so it is not asked for inside a visit of the table (see gather).
+insight::OomPool pool_figures(core::Engine& engine, core::Pool* pool) {
   insight::OomPool out;
   const core::PoolProps& props = engine.props(pool);
   const core::PoolStats stats = engine.stats(pool);
   const core::FreeFigures free = engine.free_figures(pool);
   out.handle = reinterpret_cast<std::uintptr_t>(pool);
   out.device = control_hooks::charged_device(props);
-  out.is_default = state.pools.is_default(pool) || state.location_pools.is_default(pool);
   out.reserved = stats.reserved_current;
   out.used = stats.used_current;
   out.free_bytes = free.free_bytes;
@@ -125,13 +126,17 @@ insight::OomFigures gather(ProcessState& state, core::Pool* pool, std::size_t by
     figures.estimated_other = cap.estimated_other_bytes;
   }
   figures.driver_known = driver_memory(charged_device, &figures.driver_free, &figures.driver_total);
-  figures.pools.push_back(pool_figures(engine, state, pool));
+  figures.pools.push_back(pool_figures(engine, pool));
   // The device's other pools: what else holds its memory. In the visit: none is reclaimed under it.
   engine.for_each_pool([&](core::Pool* other) {
     if (other == pool) return;
     if (charged_device < 0 || control_hooks::charged_device(engine.props(other)) != charged_device) return;
-    figures.pools.push_back(pool_figures(engine, state, other));
+    figures.pools.push_back(pool_figures(engine, other));
   });
+  for (insight::OomPool& figured : figures.pools) {  // handles compared, never dereferenced
+    const auto* handle = reinterpret_cast<const core::Pool*>(figured.handle);
+    figured.is_default = state.pools.is_default(handle) || state.location_pools.is_default(handle);
+  }
   for (const core::BlockInfo& block : engine.largest_live(nullptr, kLargestLive)) {
     figures.largest_live.push_back(insight::OomLiveBlock{block.base, block.requested_bytes,
                                                          reinterpret_cast<std::uintptr_t>(block.pool), {}});
@@ -161,7 +166,7 @@ static_assert(static_cast<int>(insight::OomCause::pool_limit) + 1 == static_cast
 
 void report_out_of_memory(core::Pool* pool, std::size_t bytes, CUstream stream, bool per_thread) noexcept {
   ProcessState* current = existing_state();
-  if (current == nullptr || retry_depth > 0) return;
+  if (current == nullptr || retry_depth > 0 || !current->engine.is_pool(pool)) return;
   OomReports& reports = current->oom;
   const std::uint64_t failures = reports.failures.fetch_add(1, std::memory_order_acq_rel) + 1;
   try {
