@@ -124,7 +124,7 @@ OomExplanation explain_oom(const OomFigures& figures) {
   OomExplanation explanation;
   const std::uint64_t needed = placed(figures.bytes);
   const std::string request = human(figures.bytes);
-  const OomPool* failing = figures.pools.empty() ? nullptr : &figures.pools.front();
+  const OomPool* failing = figures.pools.empty() || figures.driver_request ? nullptr : &figures.pools.front();
 
   if (failing != nullptr) {
     if (const OomPendingStream* pending = stream_covering(*failing, needed)) {
@@ -160,8 +160,8 @@ OomExplanation explain_oom(const OomFigures& figures) {
     }
     explanation.cause = OomCause::cap_reached;
     explanation.line = "cap reached: " + human(figures.charged) + " of the " + human(figures.limit) +
-                       " cap is charged, the pools hold " + human(pools_reserved) + " of it (" +
-                       human(failing != nullptr ? failing->used : 0) + " in use in this pool)";
+                       " cap is charged, the pools hold " + human(pools_reserved) + " of it";
+    if (failing != nullptr) explanation.line += " (" + human(failing->used) + " in use in this pool)";
     return explanation;
   }
   if (figures.driver_known && figures.driver_free < needed) {
@@ -187,9 +187,16 @@ OomExplanation explain_oom(const OomFigures& figures) {
 std::string oom_text(const OomFigures& figures, const OomExplanation& explanation) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "streampool: out of memory: %s (%" PRIu64 " bytes) on stream %s from pool %s, device %d\n",
-                human(figures.bytes).c_str(), figures.bytes, hex(figures.stream).c_str(), hex(figures.pool).c_str(),
-                figures.device);
+  if (figures.driver_request) {
+    std::snprintf(line, sizeof line,
+                  "streampool: out of memory: %s (%" PRIu64 " bytes) of the driver's own (cuMemAlloc, cuMemAllocPitch "
+                  "or cuMemCreate), device %d\n",
+                  human(figures.bytes).c_str(), figures.bytes, figures.device);
+  } else {
+    std::snprintf(line, sizeof line, "streampool: out of memory: %s (%" PRIu64 " bytes) on stream %s from pool %s, device %d\n",
+                  human(figures.bytes).c_str(), figures.bytes, hex(figures.stream).c_str(), hex(figures.pool).c_str(),
+                  figures.device);
+  }
   out += line;
   const std::string cap = figures.limit == kNoLimit ? std::string("none") : human(figures.limit);
   std::snprintf(line, sizeof line, "streampool:   cap %s, charged %s (forwarded %s, uncounted about %s)", cap.c_str(),
@@ -235,6 +242,7 @@ std::string oom_text(const OomFigures& figures, const OomExplanation& explanatio
 
 std::string oom_json(const OomFigures& figures, const OomExplanation& explanation) {
   std::string out = "{";
+  out += figures.driver_request ? "\"request\":\"driver\"," : "\"request\":\"pool\",";
   append_u64(out, "bytes", figures.bytes);
   append_hex(out, "pool", figures.pool);
   append_hex(out, "stream", figures.stream);

@@ -9,7 +9,8 @@
 // streampool_oom_report (oom_json). No CUDA, no locks, no clock: every explanation can be tested
 // with figures made by hand (tests/insight).
 //
-// How the explanation is chosen, first match wins (docs/DESIGN.md says why in this order):
+// How the explanation is chosen, first match wins (docs/DESIGN.md says why in this order; a
+// driver request, which no pool serves, starts at 3):
 //   1. pending_frees   a stream's frees not yet known complete would cover the request;
 //   2. fragmentation   the pool's free bytes cover it, but no free range is large enough;
 //   3. held_outside    the cap or the device is full, and more of it is held outside the pools
@@ -64,9 +65,11 @@ struct OomLiveBlock {
 };
 
 struct OomFigures {
-  // The request.
+  // The request: from a pool, or (driver_request) one of the driver's own allocations the cap
+  // refused (cuMemAlloc, cuMemAllocPitch, cuMemCreate), which no pool serves.
+  bool driver_request = false;
   std::uint64_t bytes = 0;
-  std::uint64_t pool = 0;    // the failing pool's handle
+  std::uint64_t pool = 0;    // the failing pool's handle (0 for a driver request)
   std::uint64_t stream = 0;  // as the program named it (0: the legacy default stream)
   int device = -1;
   std::uint64_t time_ns = 0;  // since the process started using streampool (0: not measured)
@@ -79,7 +82,7 @@ struct OomFigures {
   bool driver_known = false;
   std::uint64_t driver_free = 0;
   std::uint64_t driver_total = 0;
-  std::vector<OomPool> pools;  // the failing pool first, then the device's others
+  std::vector<OomPool> pools;  // the failing pool first (for a driver request: none), then the device's others
   std::vector<OomLiveBlock> largest_live;  // largest first
   std::uint64_t failures = 0;  // out-of-memory failures in the process so far, this one included
 };

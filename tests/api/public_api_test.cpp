@@ -156,7 +156,7 @@ TEST_F(PublicApi, OomReportIsEmptyUntilAnAllocationFailsThenItsJson) {
   std::string report(static_cast<std::size_t>(length) + 1, '\0');
   EXPECT_EQ(API(streampool_oom_report)(report.data(), report.size()), length);
   report.resize(static_cast<std::size_t>(length));
-  EXPECT_EQ(report.rfind("{\"bytes\":1125899906842624,", 0), 0u) << report;
+  EXPECT_EQ(report.rfind("{\"request\":\"pool\",\"bytes\":1125899906842624,", 0), 0u) << report;
   EXPECT_NE(report.find("\"cause\":\""), std::string::npos) << report;
   EXPECT_EQ(report.back(), '}');
   EXPECT_EQ(API(streampool_oom_report)(buffer, sizeof buffer), length);  // too small: cut, NUL-terminated

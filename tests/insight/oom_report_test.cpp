@@ -105,6 +105,22 @@ TEST(OomExplanation, PendingFreesTooSmallForTheRequestDoNotExplainIt) {
   EXPECT_EQ(streampool::insight::explain_oom(figures).cause, OomCause::cap_reached);
 }
 
+TEST(OomExplanation, ADriverRequestIsNotExplainedByAPoolsFreeMemory) {
+  // The pools' fragmented free memory does not serve a cuMemAlloc: the cap is what refused it.
+  OomFigures figures = request_of(2 * kMiB, 4 * kMiB);
+  figures.driver_request = true;
+  figures.pool = 0;
+  figures.limit = 4 * kMiB;
+  figures.charged = 4 * kMiB;
+  figures.pools[0].free_bytes = 2 * kMiB;
+  figures.pools[0].largest_free = 1 * kMiB;
+  const auto explanation = streampool::insight::explain_oom(figures);
+  EXPECT_EQ(explanation.cause, OomCause::cap_reached);
+  const std::string text = streampool::insight::oom_text(figures, explanation);
+  EXPECT_EQ(text.rfind("streampool: out of memory: 2.0 MiB (2097152 bytes) of the driver's own", 0), 0u) << text;
+  EXPECT_NE(streampool::insight::oom_json(figures, explanation).find("\"request\":\"driver\","), std::string::npos);
+}
+
 TEST(OomText, NamesTheRequestThePoolsThePendingStreamAndTheExplanation) {
   OomFigures figures = request_of(4 * kMiB, 8 * kMiB);
   figures.limit = 8 * kMiB;
@@ -134,7 +150,7 @@ TEST(OomJson, CarriesEveryFigureAndTheCause) {
   figures.pools[0].largest_free = 1 * kMiB;
   figures.largest_live.push_back({0x7000, 1 * kMiB, 0x1000, ""});
   const std::string json = streampool::insight::oom_json(figures, streampool::insight::explain_oom(figures));
-  EXPECT_EQ(json.front(), '{');
+  EXPECT_EQ(json.rfind("{\"request\":\"pool\",", 0), 0u) << json;
   EXPECT_EQ(json.back(), '}');
   for (const char* field : {"\"bytes\":2097152,", "\"pool\":\"0x1000\"", "\"stream\":\"0x2000\"", "\"device\":0,",
                             "\"limit\":4194304,", "\"charged\":4194304,", "\"failures\":3,", "\"driver\":null,",

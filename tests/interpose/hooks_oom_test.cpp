@@ -167,6 +167,19 @@ TEST_F(OomChild, DISABLED_HeldOutsideByForwardedAllocations) {
   ASSERT_EQ(SP(cuMemFree_v2)(forwarded), CUDA_SUCCESS);
 }
 
+// The cap refuses one of the driver's own allocations: reported too, with no pool to blame.
+TEST_F(OomChild, DISABLED_DriverAllocationRefusedByTheCap) {
+  CUdeviceptr block = 0, refused = 0;
+  ASSERT_EQ(alloc(4 * kMiB, &block), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAlloc_v2)(&refused, 6 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
+  const std::string report = oom_report();
+  EXPECT_NE(report.find("{\"request\":\"driver\",\"bytes\":6291456,\"pool\":\"0x0\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"cause\":\"cap_reached\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"pools\":[{\"handle\":\"" + hex(default_pool()) + "\""), std::string::npos) << report;
+  ASSERT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+}
+
 // No cap, a 64 MiB device: the driver's free memory tells.
 TEST_F(OomChild, DISABLED_DeviceFullOfThePoolsMemory) {
   CUdeviceptr blocks[2] = {}, refused = 0;
@@ -277,6 +290,12 @@ TEST_F(OutOfMemoryReport, FreesPendingOnAStreamHeldBackByAHostFunctionAreExplain
 
 TEST_F(OutOfMemoryReport, MemoryForwardedToCuMemAllocIsExplained) {
   EXPECT_EQ(count_of(run("HeldOutsideByForwardedAllocations"), "explanation: memory held outside the pools"), 1u);
+}
+
+TEST_F(OutOfMemoryReport, ADriverAllocationTheCapRefusedIsReported) {
+  const std::string text = run("DriverAllocationRefusedByTheCap");
+  EXPECT_EQ(count_of(text, "streampool: out of memory: 6.0 MiB (6291456 bytes) of the driver's own"), 1u) << text;
+  EXPECT_EQ(count_of(text, "explanation: cap reached"), 1u) << text;
 }
 
 TEST_F(OutOfMemoryReport, ADeviceFullOfThePoolsMemoryIsExplained) {

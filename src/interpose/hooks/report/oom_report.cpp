@@ -103,8 +103,9 @@ bool driver_memory(int device, std::uint64_t* free_bytes, std::uint64_t* total_b
   return true;
 }
 
-insight::OomFigures gather(ProcessState& state, core::Pool* pool, std::size_t bytes, CUstream stream, bool per_thread,
-                           std::uint64_t failures) {
+// `pool` null: a driver request on `driver_device` (gathered the same, with no failing pool).
+insight::OomFigures gather(ProcessState& state, core::Pool* pool, int driver_device, std::size_t bytes, CUstream stream,
+                           bool per_thread, std::uint64_t failures) {
   core::Engine& engine = state.engine;
   insight::OomFigures figures;
   figures.bytes = bytes;
@@ -116,9 +117,14 @@ insight::OomFigures gather(ProcessState& state, core::Pool* pool, std::size_t by
   if (clock_gettime(CLOCK_MONOTONIC, &now) == 0) {
     figures.time_ns = static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(now.tv_nsec);
   }
-  const core::PoolProps& props = engine.props(pool);
-  figures.device = props.location_type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location_id : -1;
-  const int charged_device = control_hooks::charged_device(props);
+  figures.driver_request = pool == nullptr;
+  int charged_device = driver_device;
+  figures.device = driver_device;
+  if (pool != nullptr) {
+    const core::PoolProps& props = engine.props(pool);
+    figures.device = props.location_type == CU_MEM_LOCATION_TYPE_DEVICE ? props.location_id : -1;
+    charged_device = control_hooks::charged_device(props);
+  }
   if (control_hooks::DeviceFigures cap; charged_device >= 0 && control_hooks::device_figures(charged_device, &cap)) {
     figures.limit = cap.limit;
     figures.charged = cap.pools_bytes + cap.forwarded_bytes;
@@ -126,7 +132,7 @@ insight::OomFigures gather(ProcessState& state, core::Pool* pool, std::size_t by
     figures.estimated_other = cap.estimated_other_bytes;
   }
   figures.driver_known = driver_memory(charged_device, &figures.driver_free, &figures.driver_total);
-  figures.pools.push_back(pool_figures(engine, pool));
+  if (pool != nullptr) figures.pools.push_back(pool_figures(engine, pool));
   // The device's other pools: what else holds its memory. In the visit: none is reclaimed under it.
   engine.for_each_pool([&](core::Pool* other) {
     if (other == pool) return;
@@ -162,15 +168,12 @@ std::uint16_t trace_cause(insight::OomCause cause) noexcept {
 static_assert(static_cast<int>(insight::OomCause::pending_frees) + 1 == static_cast<int>(trace::OomCause::pending_frees));
 static_assert(static_cast<int>(insight::OomCause::pool_limit) + 1 == static_cast<int>(trace::OomCause::pool_limit));
 
-}  // namespace
-
-void report_out_of_memory(core::Pool* pool, std::size_t bytes, CUstream stream, bool per_thread) noexcept {
-  ProcessState* current = existing_state();
-  if (current == nullptr || retry_depth > 0 || !current->engine.is_pool(pool)) return;
-  OomReports& reports = current->oom;
+void report(ProcessState& state, core::Pool* pool, int driver_device, std::size_t bytes, CUstream stream,
+            bool per_thread) noexcept {
+  OomReports& reports = state.oom;
   const std::uint64_t failures = reports.failures.fetch_add(1, std::memory_order_acq_rel) + 1;
   try {
-    const insight::OomFigures figures = gather(*current, pool, bytes, stream, per_thread, failures);
+    const insight::OomFigures figures = gather(state, pool, driver_device, bytes, stream, per_thread, failures);
     const insight::OomExplanation explanation = insight::explain_oom(figures);
     std::string json = insight::oom_json(figures, explanation);
     {
@@ -190,6 +193,20 @@ void report_out_of_memory(core::Pool* pool, std::size_t bytes, CUstream stream, 
   } catch (...) {
     // Out of host memory as well: the count stands, the report is the previous one.
   }
+}
+
+}  // namespace
+
+void report_out_of_memory(core::Pool* pool, std::size_t bytes, CUstream stream, bool per_thread) noexcept {
+  ProcessState* current = existing_state();
+  if (current == nullptr || retry_depth > 0 || !current->engine.is_pool(pool)) return;
+  report(*current, pool, -1, bytes, stream, per_thread);
+}
+
+void report_driver_out_of_memory(int device, std::size_t bytes) noexcept {
+  ProcessState* current = existing_state();
+  if (current == nullptr || retry_depth > 0) return;
+  report(*current, nullptr, device, bytes, nullptr, false);
 }
 
 OomRetryScope::OomRetryScope() noexcept { ++retry_depth; }

@@ -1,5 +1,6 @@
 // The out-of-memory report where an allocation finally fails (after the cap's reclaim and the
-// engine's own last resorts): the hooks' side of src/insight/oom_report.hpp.
+// engine's own last resorts), or where the cap refuses one of the driver's own allocations: the
+// hooks' side of src/insight/oom_report.hpp.
 //
 // report_out_of_memory gathers the figures (the engine's statistics and free figures of the
 // device's pools, its largest live allocations, the process cap's counters, and the real driver's
@@ -38,6 +39,9 @@ struct OomReports {
 // An allocation of `bytes` from `pool` on `stream` (as the program named it; `per_thread` for the
 // _ptsz entry points) failed for lack of memory. Never throws.
 void report_out_of_memory(core::Pool* pool, std::size_t bytes, CUstream stream, bool per_thread) noexcept;
+// The same for one of the driver's own allocations (cuMemAlloc, cuMemAllocPitch, cuMemCreate) of
+// `device` memory that the process cap refused (hooks/control/process_limit.cpp).
+void report_driver_out_of_memory(int device, std::size_t bytes) noexcept;
 
 // While one lives on a thread, that thread's failures are not reported again: the cudart fast
 // path (hooks/runtime_fast_path.cpp) repeats a failed allocation through cudart's own function.
