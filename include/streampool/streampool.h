@@ -103,8 +103,8 @@ int streampool_limit_info(int device, streampool_device_limit* info);
 
 /* --- out of memory ------------------------------------------------------------------------------ */
 
-/* The report of the last allocation that failed for lack of memory, as JSON: the request (bytes,
- * pool, stream, device), the cap and the device's free memory, each pool of the device (reserved,
+/* The report of the last allocation that failed for lack of memory, as JSON: the request ("pool",
+ * or "driver" for a cuMemAlloc the process cap refused; bytes, pool, stream, device), the cap and the device's free memory, each pool of the device (reserved,
  * used, free, largest free range, fragmentation, frees pending per stream), the largest live
  * allocations, the count of failures so far, and "cause" with its "explanation" (one of
  * pending_frees, fragmentation, held_outside, cap_reached, device_full, pool_limit). Filled as
