@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include "hooks/control/process_limit.hpp"
@@ -39,10 +40,10 @@ bool stderr_wanted() noexcept {
 
 // All of `text` in one write where it fits (a pipe takes up to PIPE_BUF at once): several
 // threads' lines do not interleave with it.
-void write_stderr(const std::string& text) noexcept {
+void write_stderr(const char* text, std::size_t size) noexcept {
   const int saved_errno = errno;
-  const char* cursor = text.data();
-  std::size_t left = text.size();
+  const char* cursor = text;
+  std::size_t left = size;
   while (left > 0) {
     const ssize_t written = ::write(STDERR_FILENO, cursor, left);
     if (written < 0 && errno == EINTR) continue;
@@ -59,11 +60,14 @@ void count_line_at_exit() {
   const std::uint64_t failures = current->oom.failures.load(std::memory_order_acquire);
   if (failures < 2 || !stderr_wanted()) return;
   char line[160];
-  const int length = std::snprintf(line, sizeof line,
-                                   "streampool: %llu more out-of-memory failure%s, see streampool_oom_report\n",
-                                   static_cast<unsigned long long>(failures - 1), failures == 2 ? "" : "s");
-  if (length > 0) write_stderr(std::string(line, static_cast<std::size_t>(length) < sizeof line ? static_cast<std::size_t>(length) : sizeof line - 1));
+  std::snprintf(line, sizeof line, "streampool: %llu more out-of-memory failure%s, see streampool_oom_report\n",
+                static_cast<unsigned long long>(failures - 1), failures == 2 ? "" : "s");
+  write_stderr(line, std::strlen(line));
 }
+
+// Registered once per address space: a forked child inherits the handler, which reads the child's
+// own state, so registering again there would write the line twice.
+std::atomic<bool> exit_line_registered{false};
 
 // Without is_default: the location pools' lock is taken before the pool table's when a pool is
 // created, so it is not asked for inside a visit of the table (see gather).
@@ -187,8 +191,11 @@ void report(ProcessState& state, core::Pool* pool, int driver_device, std::size_
     }
     if (failures == 1) {
       bool expected = false;
-      if (reports.exit_line_registered.compare_exchange_strong(expected, true)) std::atexit(&count_line_at_exit);
-      if (stderr_wanted()) write_stderr(insight::oom_text(figures, explanation));
+      if (exit_line_registered.compare_exchange_strong(expected, true)) std::atexit(&count_line_at_exit);
+      if (stderr_wanted()) {
+        const std::string text = insight::oom_text(figures, explanation);
+        write_stderr(text.data(), text.size());
+      }
     }
   } catch (...) {
     // Out of host memory as well: the count stands, the report is the previous one.

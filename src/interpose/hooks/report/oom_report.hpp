@@ -31,7 +31,6 @@ namespace streampool::interpose {
 // Per process state (one per ProcessState: a forked child starts its count afresh).
 struct OomReports {
   std::atomic<std::uint64_t> failures{0};
-  std::atomic<bool> exit_line_registered{false};
   std::mutex mutex;
   std::string last_json;  // under mutex; empty until a failure
 };
