@@ -37,9 +37,12 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
-const OomPendingStream* stream_covering(const OomPool& pool, std::uint64_t needed) noexcept {
+// Another stream whose pending frees would cover the request (the requester may reuse its own
+// frees at once: those left are too small or too scattered, which is fragmentation's case).
+const OomPendingStream* stream_covering(const OomPool& pool, std::uint64_t requester, std::uint64_t needed) noexcept {
   const OomPendingStream* best = nullptr;
   for (const OomPendingStream& pending : pool.pending) {
+    if (pending.stream == requester) continue;
     if (pending.bytes >= needed && (best == nullptr || pending.bytes > best->bytes)) best = &pending;
   }
   return best;
@@ -127,7 +130,7 @@ OomExplanation explain_oom(const OomFigures& figures) {
   const OomPool* failing = figures.pools.empty() || figures.driver_request ? nullptr : &figures.pools.front();
 
   if (failing != nullptr) {
-    if (const OomPendingStream* pending = stream_covering(*failing, needed)) {
+    if (const OomPendingStream* pending = stream_covering(*failing, figures.stream, needed)) {
       explanation.cause = OomCause::pending_frees;
       explanation.stream = pending->stream;
       explanation.line = "frees still pending on stream " + hex(pending->stream) + ": " + human(pending->bytes) +

@@ -11,7 +11,7 @@
 //
 // How the explanation is chosen, first match wins (docs/DESIGN.md says why in this order; a
 // driver request, which no pool serves, starts at 3):
-//   1. pending_frees   a stream's frees not yet known complete would cover the request;
+//   1. pending_frees   another stream's frees not yet known complete would cover the request;
 //   2. fragmentation   the pool's free bytes cover it, but no free range is large enough;
 //   3. held_outside    the cap or the device is full, and more of it is held outside the pools
 //                      (forwarded cuMemAlloc, the driver's own use, other processes) than in them;

@@ -65,6 +65,17 @@ TEST(OomExplanation, PendingFreesOnTheStreamWhoseFreesWouldCoverTheRequest) {
   EXPECT_NE(explanation.line.find("stream 0x4000"), std::string::npos) << explanation.line;
 }
 
+TEST(OomExplanation, TheRequestingStreamsOwnFreesAreFragmentationNotPending) {
+  // Its own frees are reusable at once: if they still do not serve it, they are too scattered.
+  OomFigures figures = request_of(2 * kMiB, 4 * kMiB);
+  figures.limit = 4 * kMiB;
+  figures.charged = 4 * kMiB;
+  figures.pools[0].free_bytes = 2 * kMiB;
+  figures.pools[0].largest_free = 1 * kMiB;
+  figures.pools[0].pending.push_back(OomPendingStream{figures.stream, 2 * kMiB, 1 * kMiB, 2, 1, false});
+  EXPECT_EQ(streampool::insight::explain_oom(figures).cause, OomCause::fragmentation);
+}
+
 TEST(OomExplanation, HeldOutsideWhenForwardedMemoryTakesMostOfTheCap) {
   OomFigures figures = request_of(4 * kMiB, 2 * kMiB);
   figures.limit = 8 * kMiB;
