@@ -101,6 +101,17 @@ typedef struct streampool_device_limit {
  * struct_size too small. */
 int streampool_limit_info(int device, streampool_device_limit* info);
 
+/* --- out of memory ------------------------------------------------------------------------------ */
+
+/* The report of the last allocation that failed for lack of memory, as JSON: the request ("pool",
+ * or "driver" for a cuMemAlloc the process cap refused; bytes, pool, stream, device), the cap and the device's free memory, each pool of the device (reserved,
+ * used, free, largest free range, fragmentation, frees pending per stream), the largest live
+ * allocations, the count of failures so far, and "cause" with its "explanation" (one of
+ * pending_frees, fragmentation, held_outside, cap_reached, device_full, pool_limit). Filled as
+ * streampool_stats_json fills its buffer; returns 0 (and writes an empty string) while no
+ * allocation has failed, -1 on failure. */
+int streampool_oom_report(char* buffer, size_t size);
+
 /* --- traces (format: docs/TRACE_FORMAT.md; `streampool replay`, `streampool plot`) ------------- */
 
 /* Starts recording every allocator and ordering event into the file `path` (%p: the process id,

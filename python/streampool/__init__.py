@@ -199,9 +199,10 @@ def export_perfetto(output, trace=None):  # pylint: disable=redefined-outer-name
 
 
 def oom_report():
-    """The report of the last failed allocation as a dict, from streampool_oom_report (JSON,
-    filled like streampool_stats_json), or None when this library has no such function: this
-    streampool does not write out-of-memory reports yet, or no allocation failed."""
+    """The report of the last allocation that failed for lack of memory, as a dict (the JSON of
+    streampool_oom_report: the request, the cap, the device's free memory, each pool's figures,
+    the largest live allocations, "cause" and "explanation"), or None while no allocation has
+    failed (or where the loaded streampool is older than this function)."""
     report = _symbol("streampool_oom_report")
     if report is None:
         if _symbol("streampool_active") is None:

@@ -21,5 +21,7 @@ int host_stats(streampool_stats* totals, streampool_pool_stats* pools, size_t ca
 bool host_limit_info(int device, streampool_device_limit* info) noexcept;
 // The JSON report. May throw.
 std::string host_stats_json();
+// The last out-of-memory report as JSON, empty when no allocation failed. May throw.
+std::string host_oom_report_json();
 
 }  // namespace streampool::api

@@ -9,7 +9,7 @@
 //    pool at once, owned by its stream), map and unmap of pool memory, and failed allocation.
 //  - perfetto: the Chrome JSON trace event format (ui.perfetto.dev, chrome://tracing): a counter
 //    track of used and reserved bytes per pool, one async slice per allocation on its stream's
-//    tracks, instant events for trims, failed allocations and the dependencies the engine
+//    tracks, instant events for trims, failed allocations (named with the explanation streampool recorded) and the dependencies the engine
 //    inserted.
 // Addresses in both are those of the replay's address space, where every block lies in memory
 // its pool mapped; each allocation also carries the address the program got.
@@ -29,6 +29,9 @@ bool export_perfetto(const std::string& path, const trace::Trace& trace, const W
                      std::string* error);
 
 // Shared by the exporters.
+// Whether the trace records out_of_memory events (streampool's report of a failed allocation, with
+// its explanation): then they, not the failed allocations themselves, mark each failure.
+bool records_out_of_memory(const trace::Trace& trace);
 bool write_all(int fd, const char* bytes, std::size_t size);
 std::string hex_of(std::uint64_t value);
 std::string stream_label(std::uint64_t stream);  // "stream 0x...", "legacy default stream", ...

@@ -13,6 +13,13 @@
 
 namespace streampool::cli {
 
+bool records_out_of_memory(const trace::Trace& trace) {
+  for (const trace::Record& record : trace.records) {
+    if (record.op == static_cast<std::uint16_t>(trace::Op::out_of_memory)) return true;
+  }
+  return false;
+}
+
 bool write_all(int fd, const char* bytes, std::size_t size) {
   while (size > 0) {
     const ssize_t written = ::write(fd, bytes, size);

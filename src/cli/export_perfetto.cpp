@@ -36,7 +36,8 @@ std::string micros(std::uint64_t ns) {
 
 class PerfettoWriter final : public ReplayObserver {
  public:
-  PerfettoWriter(int fd, std::uint32_t pid) : fd_(fd), pid_(std::to_string(pid)) {
+  PerfettoWriter(int fd, std::uint32_t pid, bool oom_records)
+      : fd_(fd), pid_(std::to_string(pid)), oom_records_(oom_records) {
     out_ = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
     event("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid_ + ",\"args\":{\"name\":\"process " + pid_ +
           " (streampool trace)\"}}");
@@ -83,8 +84,15 @@ class PerfettoWriter final : public ReplayObserver {
                                                   engine_stream(marker_stream) + "\"");
     }
     pending_dependencies_.clear();
+    if (op == Op::out_of_memory) {
+      const std::string cause(trace::oom_cause_name(record.flags));
+      instant(record, "out of memory: " + human_bytes(static_cast<double>(record.size)) + " (" + cause + ")",
+              "\"size\":" + std::to_string(record.size) + ",\"stream\":\"" + hex_of(record.stream) + "\",\"pool\":\"" +
+                  hex_of(record.pool) + "\",\"cause\":\"" + cause + "\",\"device_free\":" + std::to_string(record.address));
+      return;
+    }
     if (record.result != 0) {
-      if ((op == Op::alloc || op == Op::alloc_from_pool) && record.result == kOutOfMemory) {
+      if ((op == Op::alloc || op == Op::alloc_from_pool) && record.result == kOutOfMemory && !oom_records_) {
         instant(record, "out of memory: " + human_bytes(static_cast<double>(record.size)),
                 "\"size\":" + std::to_string(record.size) + ",\"stream\":\"" + hex_of(record.stream) + "\",\"pool\":\"" +
                     hex_of(record.pool) + "\"");
@@ -174,13 +182,14 @@ class PerfettoWriter final : public ReplayObserver {
   std::set<std::uint64_t> seen_;
   std::set<std::uint32_t> threads_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> pending_dependencies_;
+  bool oom_records_ = false;  // failures are marked by the trace's out_of_memory records
 };
 
 }  // namespace
 
 bool export_perfetto(const std::string& path, const trace::Trace& trace, const WhatIf& what_if, int fd,
                      std::string* error) {
-  PerfettoWriter writer(fd, trace.header.pid);
+  PerfettoWriter writer(fd, trace.header.pid, records_out_of_memory(trace));
   const ReplayResult result = replay(trace, what_if, false, terminal_progress("export", trace.records.size()), &writer);
   if (result.unrepresentable) {
     *error = unrepresentable_message(path, trace, what_if, result);

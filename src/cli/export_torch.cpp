@@ -51,7 +51,7 @@ struct Block {
 struct Entry {
   Action action;
   int device;
-  std::uint64_t address;   // the replay's; 0 for an oom
+  std::uint64_t address;   // the replay's; for an oom the device's free memory when recorded (else 0)
   std::uint64_t size;
   std::uint64_t stream;    // as recorded (segments: 0, a pool serves every stream)
   std::uint64_t time_us;
@@ -60,7 +60,8 @@ struct Entry {
 
 class SnapshotBuilder final : public ReplayObserver {
  public:
-  explicit SnapshotBuilder(std::uint64_t start_unix_ns) : start_us_(start_unix_ns / 1000) {}
+  SnapshotBuilder(std::uint64_t start_unix_ns, bool oom_records)
+      : start_us_(start_unix_ns / 1000), oom_records_(oom_records) {}
 
   void mapped(std::uint64_t pool, std::uintptr_t address, std::size_t bytes) override {
     if (ended_) return;
@@ -78,7 +79,7 @@ class SnapshotBuilder final : public ReplayObserver {
     live_[address] = {pool, size, record};
     entries_.push_back({Action::alloc, device_of(pool), address, size, record.stream, time_of(record), record});
   }
-  void refused(const Record& record, std::uint64_t pool) override { oom(record, pool); }
+  void refused(const Record& record, std::uint64_t pool) override { oom(record, pool, 0); }
   void freed(const Record& record, const Record& allocation, std::uintptr_t address) override {
     auto found = live_.find(address);
     if (found == live_.end()) return;
@@ -90,8 +91,14 @@ class SnapshotBuilder final : public ReplayObserver {
   }
   void applied(const Record& record) override {
     const auto op = static_cast<Op>(record.op);
+    if (op == Op::out_of_memory) {
+      oom(record, record.pool, record.address);  // the address field: the device's free memory then
+      return;
+    }
     if (record.result != 0) {
-      if ((op == Op::alloc || op == Op::alloc_from_pool) && record.result == kOutOfMemory) oom(record, record.pool);
+      if ((op == Op::alloc || op == Op::alloc_from_pool) && record.result == kOutOfMemory && !oom_records_) {
+        oom(record, record.pool, 0);
+      }
       return;
     }
     if (op == Op::pool_create) {
@@ -157,9 +164,9 @@ class SnapshotBuilder final : public ReplayObserver {
   }
   std::uint64_t time_of(const Record& record) const { return start_us_ + record.time_ns / 1000; }
 
-  void oom(const Record& record, std::uint64_t pool) {
+  void oom(const Record& record, std::uint64_t pool, std::uint64_t device_free) {
     flush(record);
-    entries_.push_back({Action::oom, device_of(pool), 0, record.size, record.stream, time_of(record), record});
+    entries_.push_back({Action::oom, device_of(pool), device_free, record.size, record.stream, time_of(record), record});
   }
 
   // Map and unmap calls wait for the record that caused them (allocated(), applied()).
@@ -308,8 +315,8 @@ class SnapshotBuilder final : public ReplayObserver {
       out.key("addr");
       out.unsigned_integer(entry.address);
     } else {
-      out.key("device_free");  // not recorded
-      out.integer(0);
+      out.key("device_free");  // as the out_of_memory record says (0: not recorded)
+      out.unsigned_integer(entry.address);
     }
     out.key("size");
     out.unsigned_integer(entry.size);
@@ -323,6 +330,7 @@ class SnapshotBuilder final : public ReplayObserver {
   }
 
   std::uint64_t start_us_;
+  bool oom_records_ = false;  // failures are marked by the trace's out_of_memory records
   bool ended_ = false;
   std::vector<Backing> pending_;
   std::map<std::uint64_t, std::map<std::uint64_t, std::uint64_t>> mapped_;  // pool -> ranges
@@ -339,7 +347,7 @@ struct FdSink {
 
 bool export_torch_snapshot(const std::string& path, const trace::Trace& trace, const WhatIf& what_if, int fd,
                            std::string* error) {
-  SnapshotBuilder builder(trace.header.start_unix_ns);
+  SnapshotBuilder builder(trace.header.start_unix_ns, records_out_of_memory(trace));
   std::function<void(double)> progress = terminal_progress("export", trace.records.size());
   const ReplayResult result = replay(trace, what_if, false, progress, &builder);
   if (result.unrepresentable) {

@@ -135,6 +135,11 @@ class Replayer {
   }
 
   void apply(const Record& record) {
+    if (record.op == static_cast<std::uint16_t>(Op::out_of_memory)) {  // streampool's report of a failure
+      if (result_.recorded_out_of_memory++ == 0) result_.first_out_of_memory_cause = record.flags;
+      if (observer_ != nullptr) observer_->applied(record);
+      return;
+    }
     if (record.result != 0) {  // the program's call failed: nothing happened
       if (observer_ != nullptr) observer_->applied(record);
       return;

@@ -66,6 +66,8 @@ struct ReplayResult {
   std::uint64_t recorded_allocator_ns = 0;  // the trace's own alloc/free durations
   std::uint64_t recorded_allocator_calls = 0;
   std::uint64_t duration_ns = 0;        // the trace's span
+  std::uint64_t recorded_out_of_memory = 0;  // the trace's out_of_memory records (failures in the program)
+  std::uint16_t first_out_of_memory_cause = 0;  // the first one's explanation (trace::OomCause)
   std::vector<Allocation> allocations;  // when `keep_samples`
   // The replay stopped at this record (an index into the trace's records): an allocation more
   // than WhatIf::max_granules could hold. The result covers the records before it.

@@ -200,11 +200,12 @@ int replay_command(const std::vector<std::string>& args) {
   if (json) {
     std::printf("{\"trace\":\"%s\",\"events\":%llu,\"peak_reserved\":%llu,\"peak_used\":%llu,"
                 "\"used_at_peak_reserved\":%llu,\"fragmentation\":%.4f,\"replay_ns\":%.0f,\"engine_calls\":%llu,"
-                "\"options\":%s,\"pools\":[",
+                "\"recorded_out_of_memory\":%llu,\"options\":%s,\"pools\":[",
                 path.c_str(), static_cast<unsigned long long>(result.events),
                 static_cast<unsigned long long>(result.peak_reserved), static_cast<unsigned long long>(result.peak_used),
                 static_cast<unsigned long long>(result.used_at_peak_reserved), all_fragmentation, result.replay_ns,
-                static_cast<unsigned long long>(result.engine_calls), options.json.c_str());
+                static_cast<unsigned long long>(result.engine_calls),
+                static_cast<unsigned long long>(result.recorded_out_of_memory), options.json.c_str());
     for (std::size_t i = 0; i < result.pools.size(); ++i) {
       const PoolResult& pool = result.pools[i];
       std::printf("%s{\"handle\":\"%#llx\",\"peak_reserved\":%llu,\"peak_used\":%llu,\"allocations\":%llu,"
@@ -234,6 +235,11 @@ int replay_command(const std::vector<std::string>& args) {
   std::printf("  all pools: peak reserved %s, peak used %s, fragmentation %.1f%% (1 - peak used / peak reserved)\n",
               human_bytes(static_cast<double>(result.peak_reserved)).c_str(),
               human_bytes(static_cast<double>(result.peak_used)).c_str(), 100.0 * all_fragmentation);
+  if (result.recorded_out_of_memory > 0) {
+    const std::string cause(trace::oom_cause_name(result.first_out_of_memory_cause));
+    std::printf("  out-of-memory failures in the program: %llu (the first explained as %s)\n",
+                static_cast<unsigned long long>(result.recorded_out_of_memory), cause.c_str());
+  }
   std::printf("  time in the engine: %.3f ms (%.0f ns per call)", result.replay_ns / 1e6, per_call);
   if (result.recorded_allocator_calls > 0 && result.recorded_allocator_ns > 0) {  // STREAMPOOL_TIMING was on
     std::printf("; recorded in the program: %.3f ms (%.0f ns per alloc/free)",

@@ -127,6 +127,12 @@ std::string render_report(const Json& report, const std::string& title) {
                   time_ns / 1e6, time_ns / timed_calls, timed_calls);
     out << line;
   }
+  // Allocations that failed for lack of memory (the first one's report went to stderr).
+  if (const double failures = served["out_of_memory"].number_or(0); failures > 0) {
+    std::snprintf(line, sizeof line, "\n  out-of-memory failures: %.0f (the first one's report is on stderr, the last "
+                  "one's from streampool_oom_report)", failures);
+    out << line;
+  }
   out << "\n  (* a default pool; fragmentation: 1 - peak used / peak reserved";
   if (timed_calls > 0) {
     // The figure is the whole call as the program saw it: dominated by the calls that grew or

@@ -219,6 +219,28 @@ Status Engine::set_attribute(Pool* pool, PoolAttribute attribute, const void* va
 
 PoolStats Engine::stats(const Pool* pool) const { return pool->stats(); }
 
+FreeFigures Engine::free_figures(const Pool* pool) const {
+  if (!is_pool(pool)) return {};
+  return pool->free_figures();
+}
+
+std::vector<BlockInfo> Engine::largest_live(const Pool* pool, std::size_t count) const {
+  std::vector<BlockInfo> largest;
+  if (count == 0) return largest;
+  largest.reserve(count + 1);
+  const auto larger = [](const BlockInfo& a, const BlockInfo& b) {
+    return a.requested_bytes != b.requested_bytes ? a.requested_bytes > b.requested_bytes : a.base < b.base;
+  };
+  state_->live.for_each([&](const LiveBlock& block) {
+    if (pool != nullptr && block.pool != pool) return;
+    const BlockInfo info{block.address, block.requested_bytes, block.placed_bytes, block.pool};
+    if (largest.size() == count && !larger(info, largest.back())) return;
+    largest.insert(std::upper_bound(largest.begin(), largest.end(), info, larger), info);
+    if (largest.size() > count) largest.pop_back();
+  });
+  return largest;
+}
+
 Status Engine::set_access(Pool* pool, std::span<const AccessDescriptor> access) {
   if (!is_pool(pool)) return Status::invalid_value;
   return pool->set_access(access);

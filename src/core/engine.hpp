@@ -87,6 +87,12 @@ class Engine {
   Status get_attribute(Pool* pool, PoolAttribute attribute, void* value) const;
   Status set_attribute(Pool* pool, PoolAttribute attribute, const void* value);
   PoolStats stats(const Pool* pool) const;
+  // Slow, for reports (the out-of-memory report): the pool's free memory, its largest free range
+  // and the frees other streams still wait on, under the locks an allocation's slow path takes.
+  FreeFigures free_figures(const Pool* pool) const;
+  // The `count` largest live allocations (of `pool`, or of every pool when it is null), largest
+  // first. A scan of the live table, shard by shard.
+  std::vector<BlockInfo> largest_live(const Pool* pool, std::size_t count) const;
   Status set_access(Pool* pool, std::span<const AccessDescriptor> access);
   // The flags granted to a location (owner's own location: read-write).
   Status get_access(const Pool* pool, int location_type, int location_id, int* flags) const;

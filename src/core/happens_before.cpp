@@ -250,6 +250,14 @@ StreamState* HappensBefore::by_slot(std::uint32_t slot) const {
   return slot < all_.size() ? all_[slot].get() : nullptr;
 }
 
+bool HappensBefore::slot_owner(std::uint32_t slot, StreamKey* key, bool* dead) const {
+  std::lock_guard guard(mutex_);
+  if (slot >= all_.size() || all_[slot] == nullptr) return false;
+  *key = all_[slot]->key;
+  *dead = all_[slot]->dead;
+  return true;
+}
+
 Clock HappensBefore::completed(bool opportunistic) const {
   std::lock_guard guard(mutex_);
   Clock clock = host_completed_;

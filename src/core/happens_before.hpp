@@ -138,6 +138,8 @@ class HappensBefore {
   StreamState* by_slot(std::uint32_t slot) const;
   // Per slot, the frees known complete (by the host, and by markers where opportunistic).
   Clock completed(bool opportunistic) const;
+  // For reports: the stream that holds a slot now, and whether it ended. False for no such slot.
+  bool slot_owner(std::uint32_t slot, StreamKey* key, bool* dead) const;
 
  private:
   struct EventState {

@@ -341,6 +341,52 @@ PoolStats Pool::stats() const {
   return stats;
 }
 
+// For the out-of-memory report: under the pool's mutex (and each cache's lock, as a flush takes
+// them), after the request failed; nothing here is on an allocation's path.
+FreeFigures Pool::free_figures() const {
+  FreeFigures figures;
+  const Clock completed = order_.completed(allow_opportunistic_.load(std::memory_order_relaxed) != 0);
+  std::vector<PendingFrees> by_slot;  // indexed by slot while gathering
+  const auto add = [&](std::size_t bytes, const Requirements& requirements) {
+    figures.free_bytes += bytes;
+    figures.largest_free = std::max<std::uint64_t>(figures.largest_free, bytes);
+    for (const Requirement& requirement : requirements) {
+      const std::uint64_t done = at(completed, requirement.slot);
+      if (done >= requirement.tick) continue;
+      if (by_slot.size() <= requirement.slot) by_slot.resize(requirement.slot + 1);
+      PendingFrees& pending = by_slot[requirement.slot];
+      pending.bytes += bytes;
+      pending.largest_range = std::max<std::uint64_t>(pending.largest_range, bytes);
+      pending.waits_for_tick = std::max(pending.waits_for_tick, requirement.tick);
+      pending.completed_tick = done;
+    }
+  };
+  {
+    std::lock_guard guard(mutex_);
+    space_.free_index().for_each([&](const FreeRange& range) { add(range.bytes, range.requirements); });
+    for (const auto& share : all_shares_) {
+      std::lock_guard share_guard(share->lock);
+      for (std::size_t i = 0; i < share->cache_count; ++i) {
+        add(share->cache[i].bytes, requirements_of(*share, share->cache[i]));
+      }
+    }
+  }
+  for (std::uint32_t slot = 0; slot < by_slot.size(); ++slot) {
+    PendingFrees& pending = by_slot[slot];
+    if (pending.bytes == 0) continue;
+    StreamKey key = 0;
+    bool dead = false;
+    if (order_.slot_owner(slot, &key, &dead)) {
+      pending.stream = key;
+      pending.stream_ended = dead;
+    }
+    figures.pending.push_back(pending);
+  }
+  std::sort(figures.pending.begin(), figures.pending.end(),
+            [](const PendingFrees& a, const PendingFrees& b) { return a.bytes > b.bytes; });
+  return figures;
+}
+
 Status Pool::get_attribute(PoolAttribute attribute, void* value) const {
   switch (attribute) {
     case PoolAttribute::reuse_follow_event_dependencies:

@@ -108,6 +108,8 @@ class Pool {
   Status get_attribute(PoolAttribute attribute, void* value) const;
   Status set_attribute(PoolAttribute attribute, const void* value);
   PoolStats stats() const;
+  // The pool's free memory and the frees other streams wait on (Engine::free_figures).
+  FreeFigures free_figures() const;
   Status set_access(std::span<const AccessDescriptor> access);
   int access_flags(int location_type, int location_id) const;
 

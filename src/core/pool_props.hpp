@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace streampool::core {
 
@@ -45,6 +46,23 @@ struct PoolProps {
 };
 
 // The four statistics of CUDA's pools, exact at every quiescent point.
+// Frees of one stream a pool holds that other streams may not reuse yet (for reports).
+struct PendingFrees {
+  std::uint64_t stream = 0;          // the freeing stream's key
+  std::uint64_t bytes = 0;
+  std::uint64_t largest_range = 0;
+  std::uint64_t waits_for_tick = 0;  // the latest tick of those frees
+  std::uint64_t completed_tick = 0;  // known complete through (host, and markers where opportunistic)
+  bool stream_ended = false;
+};
+
+// A pool's free memory as a failed request meets it (Engine::free_figures): slow, for reports.
+struct FreeFigures {
+  std::uint64_t free_bytes = 0;    // mapped and free: the index and the streams' caches
+  std::uint64_t largest_free = 0;  // the largest free range, whatever it waits for
+  std::vector<PendingFrees> pending;  // most bytes first
+};
+
 struct PoolStats {
   std::uint64_t reserved_current = 0;
   std::uint64_t reserved_high = 0;

@@ -164,9 +164,16 @@ std::string_view op_name(std::uint16_t op) noexcept {
       "free_completed",    "pool_create",    "pool_destroy",      "pool_trim",
       "pool_set_attribute", "event_record",  "stream_wait_event", "stream_synchronize",
       "stream_query",      "event_synchronize", "event_query",    "context_synchronize",
-      "stream_create",     "stream_destroy"};
+      "stream_create",     "stream_destroy",    "out_of_memory"};
   static_assert(sizeof kNames / sizeof kNames[0] == kLastOp + 1);
   return op <= kLastOp ? kNames[op] : kNames[0];
+}
+
+std::string_view oom_cause_name(std::uint16_t cause) noexcept {
+  static constexpr std::string_view kNames[] = {"unknown",     "pending_frees", "fragmentation", "held_outside",
+                                                "cap_reached", "device_full",   "pool_limit"};
+  static_assert(sizeof kNames / sizeof kNames[0] == kLastOomCause + 1);
+  return cause <= kLastOomCause ? kNames[cause] : kNames[0];
 }
 
 }  // namespace streampool::trace

@@ -50,8 +50,23 @@ enum class Op : std::uint16_t {
   context_synchronize = 15,
   stream_create = 16,      // stream, flags = creation flags (1: non-blocking)
   stream_destroy = 17,     // stream
+  out_of_memory = 18,      // an allocation failed: stream, pool, size requested, address = the device's free
+                           // memory (within the cap; 0: unknown), flags = the explanation (OomCause), result
 };
-inline constexpr std::uint16_t kLastOp = 17;
+inline constexpr std::uint16_t kLastOp = 18;
+
+// Record::flags of an out_of_memory record: what explains the failure (src/insight/oom_report.hpp).
+enum class OomCause : std::uint16_t {
+  pending_frees = 1,
+  fragmentation = 2,
+  held_outside = 3,
+  cap_reached = 4,
+  device_full = 5,
+  pool_limit = 6,
+};
+inline constexpr std::uint16_t kLastOomCause = 6;
+// "pending_frees" ..., "unknown" for another value.
+std::string_view oom_cause_name(std::uint16_t cause) noexcept;
 
 // Record::flags bits.
 inline constexpr std::uint16_t kPerThreadVariant = 1u << 15;  // the _ptsz entry point

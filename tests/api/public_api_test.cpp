@@ -142,6 +142,28 @@ TEST_F(PublicApi, StatsJsonSaysWhatWasServed) {
   EXPECT_EQ(report.find("\"allocations\":0,"), std::string::npos) << report;
 }
 
+// No report before a failure: 0 and an empty string, as the Python package reads "none yet".
+// After one: its JSON, truncated to a short buffer as streampool_stats_json is, its length returned.
+TEST_F(PublicApi, OomReportIsEmptyUntilAnAllocationFailsThenItsJson) {
+  char buffer[16] = "untouched";
+  EXPECT_EQ(API(streampool_oom_report)(buffer, sizeof buffer), 0);
+  EXPECT_STREQ(buffer, "");
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, size_t{1} << 50, stream), CUDA_ERROR_OUT_OF_MEMORY);
+
+  const int length = API(streampool_oom_report)(nullptr, 0);
+  ASSERT_GT(length, 0);
+  std::string report(static_cast<std::size_t>(length) + 1, '\0');
+  EXPECT_EQ(API(streampool_oom_report)(report.data(), report.size()), length);
+  report.resize(static_cast<std::size_t>(length));
+  EXPECT_EQ(report.rfind("{\"request\":\"pool\",\"bytes\":1125899906842624,", 0), 0u) << report;
+  EXPECT_NE(report.find("\"cause\":\""), std::string::npos) << report;
+  EXPECT_EQ(report.back(), '}');
+  EXPECT_EQ(API(streampool_oom_report)(buffer, sizeof buffer), length);  // too small: cut, NUL-terminated
+  EXPECT_EQ(std::string(buffer), report.substr(0, sizeof buffer - 1));
+  EXPECT_NE(hooks_test::stats_report().find("\"out_of_memory\":1,"), std::string::npos);
+}
+
 std::string temporary_trace(const char* stem) {
   return "/tmp/streampool_api_" + std::string(stem) + "_" + std::to_string(getpid()) + ".trace";
 }

@@ -31,6 +31,9 @@ int main(void) {
 
   CHECK(streampool_stats_json(json, sizeof json) > 0);
   CHECK(strstr(json, "\"pools\":") != NULL);
+  json[0] = 'x';
+  CHECK(streampool_oom_report(json, sizeof json) == 0); /* no allocation failed: an empty report */
+  CHECK(json[0] == '\0');
 
   CHECK(streampool_trace_stop() == ENOENT);
   CHECK(streampool_trace_flush() == ENOENT);

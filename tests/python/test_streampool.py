@@ -2,6 +2,7 @@
 under LD_PRELOAD=libstreampool.so (tests/python/CMakeLists.txt sets it), allocating through
 ctypes (cuda_calls.py). Standard library only."""
 import errno
+import json
 import os
 import pickle
 import subprocess
@@ -101,6 +102,26 @@ class UnderStreampool(unittest.TestCase):
         # None where the library has no streampool_oom_report, and where it has one while
         # nothing has failed in this process yet.
         self.assertIsNone(streampool.oom_report())
+
+    def test_oom_report_is_the_last_failures_report_as_a_dict(self):
+        # In a process of its own: the failure is its first, and this one's stays without any.
+        code = ("import json, cuda_calls, streampool\n"
+                "cuda = cuda_calls.Driver()\n"
+                "stream = cuda.stream()\n"
+                "assert cuda.alloc(1 << 50, stream) == -cuda_calls.CUDA_ERROR_OUT_OF_MEMORY\n"
+                "print(json.dumps(streampool.oom_report()))\n")
+        env = dict(os.environ, STREAMPOOL_LOG="off")
+        result = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, check=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr, "")  # STREAMPOOL_LOG=off: no report on stderr
+        report = json.loads(result.stdout)
+        self.assertEqual(report["bytes"], 1 << 50)
+        self.assertEqual(report["failures"], 1)
+        self.assertEqual(report["device"], 0)
+        self.assertIn(report["cause"], ("device_full", "held_outside", "pool_limit"))
+        self.assertTrue(report["explanation"])
+        self.assertEqual(report["pools"][0]["handle"], report["pool"])
 
     def test_module_prints_the_pools(self):
         pointer = self.cuda.alloc(MiB, self.stream)

@@ -78,6 +78,17 @@ TEST(TraceFormat, EveryOpHasAName) {
   EXPECT_EQ(streampool::trace::op_name(static_cast<std::uint16_t>(Op::alloc)), "alloc");
 }
 
+TEST(TraceFormat, EveryOutOfMemoryCauseHasAName) {
+  EXPECT_EQ(streampool::trace::op_name(static_cast<std::uint16_t>(Op::out_of_memory)), "out_of_memory");
+  for (std::uint16_t cause = 1; cause <= streampool::trace::kLastOomCause; ++cause) {
+    EXPECT_NE(streampool::trace::oom_cause_name(cause), "unknown") << cause;
+  }
+  EXPECT_EQ(streampool::trace::oom_cause_name(0), "unknown");
+  EXPECT_EQ(streampool::trace::oom_cause_name(streampool::trace::kLastOomCause + 1), "unknown");
+  EXPECT_EQ(streampool::trace::oom_cause_name(static_cast<std::uint16_t>(streampool::trace::OomCause::cap_reached)),
+            "cap_reached");
+}
+
 TEST(TraceFormat, EncodingKeepsEveryFieldAtItsExtremes) {
   std::vector<Record> records;
   Record first = record_at(5, 3, Op::alloc);

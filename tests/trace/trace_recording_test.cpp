@@ -156,6 +156,14 @@ TEST_F(TraceChild, DISABLED_TwoPairs) {
   std::fflush(stdout);
 }
 
+// An allocation larger than the 1 GiB fake device: refused, and reported.
+TEST_F(TraceChild, DISABLED_OutOfMemory) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, size_t{2} << 30, stream), CUDA_ERROR_OUT_OF_MEMORY);
+  std::printf("stream %p\n", static_cast<void*>(stream));
+  std::fflush(stdout);
+}
+
 // --- the checks ----------------------------------------------------------------------------------
 
 TEST(Trace, RecordsAllocatorAndOrderingEventsWithTheirFieldsAndWritesThemAtExit) {
@@ -207,6 +215,28 @@ TEST(Trace, RecordsAllocatorAndOrderingEventsWithTheirFieldsAndWritesThemAtExit)
   for (std::size_t i = 1; i < trace.records.size(); ++i) EXPECT_GE(trace.records[i].time_ns, trace.records[i - 1].time_ns);
   EXPECT_GT(allocs[0].duration_ns, 0u);
   EXPECT_EQ(trace.header.pid != 0, true);
+  unlink(path.c_str());
+}
+
+TEST(Trace, AFailedAllocationIsFollowedByItsOutOfMemoryRecordWithTheExplanation) {
+  const std::string path = temporary("oom") + ".trace";
+  ASSERT_EQ(run_child("TraceChild.DISABLED_OutOfMemory",
+                      {"STREAMPOOL_TRACE=" + path, "STREAMPOOL_FAKE_MEMORY=1G", "STREAMPOOL_LOG=off"}),
+            0);
+  const streampool::trace::Trace trace = read(path);
+  const auto allocs = of_op(trace, Op::alloc);
+  const auto reports = of_op(trace, Op::out_of_memory);
+  ASSERT_EQ(allocs.size(), 1u);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(allocs[0].result, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(reports[0].result, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(reports[0].size, std::uint64_t{2} << 30);
+  EXPECT_EQ(reports[0].stream, allocs[0].stream);
+  EXPECT_NE(reports[0].pool, 0u);
+  EXPECT_EQ(streampool::trace::oom_cause_name(reports[0].flags), "device_full");
+  EXPECT_GT(reports[0].address, 0u);  // the device's free memory then
+  EXPECT_LE(reports[0].address, std::uint64_t{1} << 30);
+  EXPECT_GE(reports[0].time_ns, allocs[0].time_ns);  // within the call
   unlink(path.c_str());
 }
 

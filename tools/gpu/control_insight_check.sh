@@ -6,12 +6,12 @@
 # trees, the out-of-memory report of PyTorch at a cap, the leak report of a program that leaks on
 # purpose, compute-sanitizer catching an overflow between two pooled blocks, PyTorch and CuPy
 # through the pluggable allocator library, and tens of thousands of group members killed with
-# SIGKILL (over the fake driver: the box's cores fork fast). Each step's PASS/FAIL lines go to OUT/summary.txt, its logs into OUT/logs.tar.gz.
+# SIGKILL (over the fake driver: the box's cores fork fast). Each step's PASS/FAIL lines go to
+# OUT/summary.txt, its logs into OUT/logs.tar.gz.
 #
 #   OUT=... tools/gpu/control_insight_check.sh [BUILD_DIR [STEP...]]
 # STEPs (default: all, in this order): capture-race group cap export package oom leaks nvtx
-# pluggable kills. The build is
-# incremental, so the steps can be split over calls that keep BUILD_DIR.
+# pluggable kills. The build is incremental, so the steps can be split over calls that keep BUILD_DIR.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo" || exit 2
@@ -44,7 +44,7 @@ for step in "${steps[@]}"; do
     cap) run_step cap 240 tools/gpu/cap_check.sh "$logs/cap" "$build" ;;
     export) run_step export 150 tools/gpu/export_check.sh "$logs/export" "$build" ;;
     package) run_step package 100 tools/gpu/package_check.sh "$logs/package" "$build" ;;
-    oom) run_step oom 150 env BUILD="$build" tools/gpu/oom_check.sh "$logs/oom" ;;
+    oom) run_step oom 240 env BUILD="$build" tools/gpu/oom_check.sh "$logs/oom" ;;
     leaks) run_step leaks 100 env BUILD="$build" tools/gpu/leak_check.sh "$logs/leaks" ;;
     nvtx) run_step nvtx 150 env BUILD="$build" tools/gpu/nvtx_check.sh "$logs/nvtx" ;;
     pluggable) run_step pluggable 200 env BUILD="$build" tools/gpu/pluggable_check.sh "$logs/pluggable" ;;

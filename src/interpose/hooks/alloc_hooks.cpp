@@ -20,6 +20,7 @@
 #include "ipc/ipc.hpp"
 #include "process_state.hpp"
 #include "route_cache.hpp"
+#include "report/oom_report.hpp"
 #include "report/trace_points.hpp"
 #include "driver/stream_registry.hpp"
 
@@ -70,9 +71,10 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
   }
 }
 
-// Inlined into both allocation hooks: the fast path is one call, the engine's.
+// Inlined into both allocation hooks: the fast path is one call, the engine's. `stream` and
+// `per_thread` only name the stream in a failure's report.
 [[gnu::always_inline]] inline CUresult allocate(core::Pool* pool, std::size_t bytes, core::StreamKey key,
-                                                CUdeviceptr* dptr) noexcept {
+                                                CUdeviceptr* dptr, CUstream stream, bool per_thread) noexcept {
   void* address = nullptr;
   core::Status status = core::Status::out_of_memory;
   try {
@@ -90,8 +92,13 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
     return CUDA_SUCCESS;
   }
   *dptr = 0;
-  // invalid_value: not a live pool (a bad handle of cuMemAllocFromPoolAsync): nothing to report on.
-  if (status != core::Status::invalid_value) warn_allocation_failed(pool, bytes, key, status);
+  // The failure after every recovery: the out-of-memory report (report/oom_report.hpp).
+  if (status == core::Status::out_of_memory) {
+    report_out_of_memory(pool, bytes, stream, per_thread);
+  } else if (status != core::Status::invalid_value) {
+    // invalid_value: not a live pool (a bad handle of cuMemAllocFromPoolAsync): nothing to report on.
+    warn_allocation_failed(pool, bytes, key, status);
+  }
   return to_cuda(status);
 }
 
@@ -125,7 +132,7 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
       return result;
     }
   }
-  result = allocate(pool, bytes, route->key, dptr);
+  result = allocate(pool, bytes, route->key, dptr, stream, per_thread);
   if (driver::captures_possible()) [[unlikely]] driver::check_captures_after(hook_name(hook));
   return result;
 }
@@ -186,7 +193,7 @@ bool live_pool(core::Pool* pool) noexcept {
     return live_pool(pool) ? result : CUDA_ERROR_INVALID_VALUE;  // a bad pool is reported first
   }
   // The engine checks the pool handle itself (a bad one: invalid_value, *dptr = 0).
-  result = allocate(pool, bytes, route->key, dptr);
+  result = allocate(pool, bytes, route->key, dptr, stream, per_thread);
   if (driver::captures_possible()) [[unlikely]] driver::check_captures_after(hook_name(hook));
   return result;
 }

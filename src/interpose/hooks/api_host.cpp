@@ -4,6 +4,7 @@
 
 #include "call_counters.hpp"
 #include "process_state.hpp"
+#include "report/oom_report.hpp"
 #include "report/stats_report.hpp"
 
 namespace streampool::api {
@@ -62,5 +63,7 @@ bool host_limit_info(int device, streampool_device_limit* info) noexcept {
 }
 
 std::string host_stats_json() { return interpose::stats_json(); }
+
+std::string host_oom_report_json() { return interpose::last_oom_report_json(); }
 
 }  // namespace streampool::api

@@ -18,6 +18,7 @@
 #include "control/process_limit.hpp"
 #include "location_pools.hpp"
 #include "reentry_guard.hpp"
+#include "report/oom_report.hpp"
 
 namespace streampool::interpose {
 
@@ -64,6 +65,7 @@ struct ProcessState {
   PoolDirectory pools{engine};
   LocationPools location_pools{engine};  // host and managed locations (location_pools.hpp)
   control_hooks::CapState caps;            // STREAMPOOL_LIMIT (control/process_limit.hpp)
+  OomReports oom;                          // failed allocations (report/oom_report.hpp)
   // The state a forked child abandoned before this one was made: kept reachable, so that a leak
   // checker does not report at the child's exit what was abandoned on purpose.
   ProcessState* abandoned_before_fork = nullptr;

@@ -15,6 +15,7 @@
 #include "driver/cuda_compat.hpp"
 #include "driver/settings.hpp"
 #include "export.hpp"
+#include "report/oom_report.hpp"
 
 namespace {
 
@@ -36,13 +37,19 @@ int fall_back(Function cudart_function, Args... args) {
 }
 
 // streampool's driver hook first; cudart's own function for anything but success.
+// A failure reported once: cudart's own call repeats an allocation that already failed here,
+// and its second failure is the same one (streampool::interpose::OomRetryScope).
 template <typename DriverAllocate, typename CudartCall>
 int serve_allocation(void** ptr, DriverAllocate driver_allocate, CudartCall cudart_call) {
   CUdeviceptr address = 0;
-  if (ptr != nullptr && !streampool::driver::passthrough_requested() && driver_allocate(&address) == CUDA_SUCCESS) {
+  if (ptr == nullptr || streampool::driver::passthrough_requested()) return cudart_call();
+  const CUresult result = driver_allocate(&address);
+  if (result == CUDA_SUCCESS) {
     *ptr = reinterpret_cast<void*>(address);
     return kCudaSuccess;
   }
+  if (result != CUDA_ERROR_OUT_OF_MEMORY) return cudart_call();
+  const streampool::interpose::OomRetryScope retry;
   return cudart_call();
 }
 

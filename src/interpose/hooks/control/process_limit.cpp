@@ -10,6 +10,7 @@
 #include "driver/driver_table.hpp"
 #include "driver/log.hpp"
 #include "hooks/process_state.hpp"
+#include "hooks/report/oom_report.hpp"
 
 namespace streampool::interpose::control_hooks {
 
@@ -84,9 +85,12 @@ CUresult current_device(CUdevice* device) noexcept {
 }
 
 // Charges a forwarded allocation; over the cap, the pools' cached memory is given back first.
+// A refusal is reported (report/oom_report.hpp) as the pools' failures are.
 bool charge_forwarded(CapState& s, int device, std::uint64_t bytes) noexcept {
   if (s.cap.try_charge(ctl::Holder::forwarded, device, bytes)) return true;
-  return reclaim_cached(device) && s.cap.try_charge(ctl::Holder::forwarded, device, bytes);
+  if (reclaim_cached(device) && s.cap.try_charge(ctl::Holder::forwarded, device, bytes)) return true;
+  report_driver_out_of_memory(device, static_cast<std::size_t>(bytes));
+  return false;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "driver/capture_tracker.hpp"
 #include "driver/log.hpp"
 #include "hooks/process_state.hpp"
+#include "hooks/report/oom_report.hpp"
 #include "driver/real_library.hpp"
 #include "trace/files.hpp"
 #include "trace/recorder.hpp"
@@ -216,6 +217,7 @@ std::string stats_json() {
   append_field(out, "allocations", sum({Hook::cuMemAllocAsync, Hook::cuMemAllocAsync_ptsz, Hook::cuMemAllocFromPoolAsync,
                                         Hook::cuMemAllocFromPoolAsync_ptsz}));
   append_field(out, "frees", sum({Hook::cuMemFreeAsync, Hook::cuMemFreeAsync_ptsz}));
+  append_field(out, "out_of_memory", oom_failures());  // allocations that failed (streampool_oom_report)
   append_field(out, "timed_calls", trace::timed_calls());
   append_field(out, "time_in_allocator_ns", trace::timed_ns());
   out += "\"trace\":\"";
