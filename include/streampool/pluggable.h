@@ -32,6 +32,11 @@ void* streampool_torch_alloc(ssize_t size, int device, struct CUstream_st* strea
  * Never blocks. NULL is ignored. PyTorch's free_fn signature. */
 void streampool_torch_free(void* ptr, ssize_t size, int device, struct CUstream_st* stream);
 
+/* `ptr` is used on `stream` too (Tensor.record_stream): its free then makes the freeing stream wait
+ * for the work queued on `stream` so far, without blocking. PyTorch calls it only when a C++
+ * program sets it with CUDAPluggableAllocator::set_record_stream_fn; Python cannot. */
+void streampool_torch_record_stream(void* ptr, struct CUstream_st* stream);
+
 /* The same for CuPy (a ctypes allocator passes the current stream's handle). */
 void* streampool_cupy_malloc(size_t size, int device, struct CUstream_st* stream);
 void streampool_cupy_free(void* ptr, int device, struct CUstream_st* stream);
@@ -41,6 +46,9 @@ void streampool_cupy_free(void* ptr, int device, struct CUstream_st* stream);
  * Blocks: for an explicit call (streampool.torch.empty_cache()), never for an allocator hot path.
  * 0 on success, -1 for a bad device or a driver error. */
 int streampool_empty_cache(int device);
+/* streampool_empty_cache for every device whose primary context is active: PyTorch's reset_fn
+ * (torch.cuda.empty_cache()), for a C++ program that sets it with set_reset_fn. */
+void streampool_torch_empty_cache(void);
 
 #ifdef __cplusplus
 }

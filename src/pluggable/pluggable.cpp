@@ -16,9 +16,11 @@
 // Neither function blocks: the free enqueues nothing, the allocation at most records a marker.
 #include "streampool/pluggable.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "driver/capture_tracker.hpp"
 #include "driver/driver_table.hpp"
@@ -60,7 +62,8 @@ int device_count() noexcept {
 
 bool valid_device(int device) noexcept {
   if (!ready()) {
-    log::notice(log::Level::error, "pluggable allocator: no CUDA driver could be initialised");
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) log::notice(log::Level::error, "pluggable allocator: no CUDA driver could be initialised");
     return false;
   }
   if (device >= 0 && device < device_count()) return true;
@@ -128,15 +131,22 @@ class DeviceScope {
 std::mutex identities_mutex;
 std::unordered_map<CUstream, unsigned long long>* identities = new std::unordered_map<CUstream, unsigned long long>;
 
+// Whether the stream captures (or the driver cannot say): its calls then go to the driver as they are.
+bool capturing(CUstream stream) noexcept {
+  const driver::DriverTable& table = driver::real();
+  if (table.cuStreamIsCapturing == nullptr) return false;  // a driver without captures
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult result = table.cuStreamIsCapturing(stream, &status);
+  return result != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // A handle whose stream was destroyed unseen and given to a new stream: what the engine knew of the
 // old one ends (its pending frees wait for a synchronisation, never for the new stream's order).
 // Asked only of a stream that does not capture (cuStreamGetId would break a global capture of it).
 void check_identity(CUstream stream) noexcept {
   if (special_stream(stream)) return;
   const driver::DriverTable& table = driver::real();
-  if (table.cuStreamGetId == nullptr || table.cuStreamIsCapturing == nullptr) return;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (table.cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE) return;
+  if (table.cuStreamGetId == nullptr) return;
   unsigned long long id = 0;
   if (table.cuStreamGetId(stream, &id) != CUDA_SUCCESS) return;
   bool reused = false;
@@ -163,11 +173,50 @@ void check_identity(CUstream stream) noexcept {
   STREAMPOOL_LOG_DEBUG("pluggable allocator: stream handle %p now names another stream", static_cast<void*>(stream));
 }
 
+// Tensor.record_stream(s) through PyTorch's C++ set_record_stream_fn: the blocks used on streams
+// other than their own, and those streams. At the free, the freeing stream waits for each of them
+// (an event recorded there, waited for by the freeing stream: nothing blocks), so that reuse in
+// the freeing stream's order comes after their work too.
+std::mutex recorded_mutex;
+std::unordered_map<void*, std::vector<CUstream>>* recorded = new std::unordered_map<void*, std::vector<CUstream>>;
+std::atomic<std::size_t> recorded_count{0};  // the free's fast path skips the lock while it is 0
+
+std::vector<CUstream> take_recorded(void* ptr) noexcept {
+  if (recorded_count.load(std::memory_order_acquire) == 0) return {};
+  std::lock_guard lock(recorded_mutex);
+  auto found = recorded->find(ptr);
+  if (found == recorded->end()) return {};
+  std::vector<CUstream> streams = std::move(found->second);
+  recorded->erase(found);
+  recorded_count.fetch_sub(1, std::memory_order_release);
+  return streams;
+}
+
+// The freeing stream made to wait for the work queued so far on `user`; false when that cannot be
+// done (a capturing stream, a driver error), and the block must then never be reused.
+bool order_after(CUstream freeing, CUstream user) noexcept {
+  if (capturing(user)) return false;
+  CUevent event = nullptr;
+  if (cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return false;
+  const bool ordered = cuEventRecord(event, user) == CUDA_SUCCESS && cuStreamWaitEvent(freeing, event, 0) == CUDA_SUCCESS;
+  cuEventDestroy(event);  // released by the driver once the wait is done
+  return ordered;
+}
+
+bool owned(void* ptr) noexcept {
+  interpose::HookScope scope;
+  try {
+    return interpose::engine().owns(ptr);
+  } catch (...) {
+    return false;
+  }
+}
+
 void* allocate(std::size_t size, int device, CUstream stream) noexcept {
   if (size == 0) return nullptr;
   if (!valid_device(device)) return nullptr;
-  check_identity(stream);
-  const DeviceScope scope(device, stream);
+  const DeviceScope scope(device, stream);  // first: a default stream's capture status is its context's
+  if (!capturing(stream)) check_identity(stream);
   CUdeviceptr address = 0;
   const CUresult result = cuMemAllocAsync(&address, size, stream);
   if (result != CUDA_SUCCESS) {
@@ -181,8 +230,24 @@ void* allocate(std::size_t size, int device, CUstream stream) noexcept {
 void release(void* ptr, int device, CUstream stream) noexcept {
   if (ptr == nullptr) return;
   if (!valid_device(device)) return;
-  check_identity(stream);
-  const DeviceScope scope(device, stream);
+  const DeviceScope scope(device, stream);  // first: a default stream's capture status is its context's
+  if (capturing(stream)) {
+    if (owned(ptr)) {
+      // Allocated before the capture, freed inside it: the graph's work uses the block at every
+      // replay, and the driver cannot free it in a graph. It stays allocated, for good.
+      STREAMPOOL_LOG_DEBUG("pluggable allocator: %p freed during a capture is kept for the graph", ptr);
+      return;
+    }
+  } else {
+    check_identity(stream);
+  }
+  for (CUstream user : take_recorded(ptr)) {
+    if (user != stream && !order_after(stream, user)) {
+      log::notice(log::Level::warn, "pluggable allocator: %p, recorded on stream %p, cannot be ordered after it: kept",
+                  ptr, static_cast<void*>(user));
+      return;
+    }
+  }
   const CUresult result = cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream);
   if (result != CUDA_SUCCESS) {
     log::notice(log::Level::warn, "pluggable allocator: free of %p on device %d, stream %p: error %d", ptr, device,
@@ -216,6 +281,21 @@ STREAMPOOL_PLUGGABLE_EXPORT void streampool_cupy_free(void* ptr, int device, CUs
   release(ptr, device, stream);
 }
 
+STREAMPOOL_PLUGGABLE_EXPORT void streampool_torch_record_stream(void* ptr, CUstream_st* stream) {
+  using namespace streampool::pluggable;
+  if (ptr == nullptr) return;
+  try {
+    std::lock_guard lock(recorded_mutex);
+    auto [entry, inserted] = recorded->try_emplace(ptr);
+    if (inserted) recorded_count.fetch_add(1, std::memory_order_release);
+    if (std::find(entry->second.begin(), entry->second.end(), stream) == entry->second.end()) {
+      entry->second.push_back(stream);
+    }
+  } catch (...) {
+    streampool::log::notice(streampool::log::Level::warn, "pluggable allocator: record_stream of %p: out of memory", ptr);
+  }
+}
+
 STREAMPOOL_PLUGGABLE_EXPORT int streampool_empty_cache(int device) {
   using namespace streampool::pluggable;
   if (!valid_device(device)) return -1;
@@ -233,4 +313,22 @@ STREAMPOOL_PLUGGABLE_EXPORT int streampool_empty_cache(int device) {
   CUcontext popped = nullptr;
   table.cuCtxPopCurrent_v2(&popped);
   return result == CUDA_SUCCESS ? 0 : -1;
+}
+
+STREAMPOOL_PLUGGABLE_EXPORT void streampool_torch_empty_cache(void) {
+  using namespace streampool::pluggable;
+  if (!ready()) return;
+  const streampool::driver::DriverTable& table = streampool::driver::real();
+  for (int device = 0; device < device_count(); ++device) {
+    // Only the devices in use: a device whose primary context is inactive holds nothing of ours.
+    CUdevice handle = 0;
+    unsigned flags = 0;
+    int active = 0;
+    if (table.cuDeviceGet == nullptr || table.cuDevicePrimaryCtxGetState == nullptr ||
+        table.cuDeviceGet(&handle, device) != CUDA_SUCCESS ||
+        table.cuDevicePrimaryCtxGetState(handle, &flags, &active) != CUDA_SUCCESS || active == 0) {
+      continue;
+    }
+    streampool_empty_cache(device);
+  }
 }

@@ -81,7 +81,8 @@ TEST(Exports, PluggableLibraryExportsOnlyStreampoolNames) {
   ASSERT_FALSE(ours.empty());
   for (const auto& name : ours) EXPECT_TRUE(name.starts_with("streampool_")) << "unexpected export " << name;
   for (const char* name : {"streampool_torch_alloc", "streampool_torch_free", "streampool_cupy_malloc",
-                           "streampool_cupy_free", "streampool_empty_cache", "streampool_active",
+                           "streampool_cupy_free", "streampool_empty_cache", "streampool_torch_record_stream",
+                           "streampool_torch_empty_cache", "streampool_active",
                            "streampool_stats_json", "streampool_trace_start"}) {
     EXPECT_TRUE(ours.count(name)) << name;
   }

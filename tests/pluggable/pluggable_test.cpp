@@ -5,12 +5,18 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "streampool/pluggable.h"
 #include "streampool/streampool.h"
+
+// The fake driver's count of calls of one of its entry points (src/fakedriver/call_counters.hpp).
+extern "C" unsigned long long streampool_fake_counter(const char* entry_point);
 
 namespace {
 
@@ -163,6 +169,22 @@ TEST_F(Pluggable, AllocationOnACapturingStreamGoesToTheDriver) {
   if (graph != nullptr) cuGraphDestroy(graph);
 }
 
+TEST_F(Pluggable, BlockAllocatedBeforeACaptureAndFreedInItIsKeptForTheGraph) {
+  CUstream capturing = nullptr;
+  ASSERT_EQ(cuStreamCreate(&capturing, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  void* block = streampool_torch_alloc(kBlock, 0, capturing);
+  ASSERT_NE(block, nullptr);
+  const unsigned long long driver_frees = streampool_fake_counter("cuMemFreeAsync");
+  ASSERT_EQ(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  streampool_torch_free(block, kBlock, 0, capturing);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuStreamEndCapture(capturing, &graph), CUDA_SUCCESS);
+  if (graph != nullptr) cuGraphDestroy(graph);
+  EXPECT_EQ(streampool_fake_counter("cuMemFreeAsync"), driver_frees);  // the driver cannot free it in a graph
+  EXPECT_EQ(totals().used_current, static_cast<std::uint64_t>(kBlock));
+  EXPECT_NE(streampool_torch_alloc(kBlock, 0, capturing), block);
+}
+
 TEST_F(Pluggable, StreamHandleReusedAfterAnUnseenDestroyDoesNotInheritPendingFrees) {
   CUstream doomed = nullptr;
   ASSERT_EQ(cuStreamCreate(&doomed, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
@@ -174,6 +196,24 @@ TEST_F(Pluggable, StreamHandleReusedAfterAnUnseenDestroyDoesNotInheritPendingFre
   ASSERT_EQ(cuStreamCreate(&reborn, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   ASSERT_EQ(reborn, doomed);  // the fake, like NVIDIA's driver, hands the handle out again
   EXPECT_NE(streampool_torch_alloc(kBlock, 0, reborn), block);
+}
+
+// A flag a host function sets when its stream reaches it.
+void CUDA_CB set_flag(void* flag) { static_cast<std::atomic<bool>*>(flag)->store(true); }
+
+TEST_F(Pluggable, FreeOfARecordedBlockMakesItsStreamWaitForTheRecordingStream) {
+  void* block = streampool_torch_alloc(kBlock, 0, first);
+  ASSERT_NE(block, nullptr);
+  ASSERT_EQ(cuLaunchHostFunc(second, Gate::hold, &gate), CUDA_SUCCESS);  // the block's use on `second`
+  streampool_torch_record_stream(block, second);
+  streampool_torch_free(block, kBlock, 0, first);  // returns at once
+  std::atomic<bool> reached{false};
+  ASSERT_EQ(cuLaunchHostFunc(first, set_flag, &reached), CUDA_SUCCESS);  // a new owner's work on `first`
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(reached.load());  // `first` now waits for `second`
+  gate.release();
+  ASSERT_EQ(cuStreamSynchronize(first), CUDA_SUCCESS);
+  EXPECT_TRUE(reached.load());
 }
 
 TEST_F(Pluggable, ZeroBytesGiveNullAndFreeingNullIsANoOp) {
@@ -214,6 +254,15 @@ TEST_F(Pluggable, EmptyCacheMakesFreesReusableEverywhereAndReturnsTheMemory) {
   ASSERT_EQ(streampool_empty_cache(0), 0);
   EXPECT_EQ(totals().reserved_current, 0U);
   EXPECT_EQ(streampool_empty_cache(9), -1);
+}
+
+TEST_F(Pluggable, TorchResetFunctionEmptiesTheDevicesInUse) {
+  void* block = streampool_torch_alloc(kBlock, 0, first);
+  ASSERT_NE(block, nullptr);
+  streampool_torch_free(block, kBlock, 0, first);
+  ASSERT_GT(totals().reserved_current, 0U);
+  streampool_torch_empty_cache();
+  EXPECT_EQ(totals().reserved_current, 0U);
 }
 
 }  // namespace
