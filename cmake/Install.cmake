@@ -8,6 +8,8 @@
 #   <prefix>/lib/streampool/fake/libcuda.so.1            the CPU-only fake driver
 #   <prefix>/lib/streampool/runtime/libstreampool_cudart.so  the CUDA runtime library (streampool::cudart)
 #   <prefix>/lib/streampool/runtime/libcudart.so.13      -> libstreampool_cudart.so, its SONAME
+#   <prefix>/lib/streampool/libstreampool_alloc.so       the pluggable allocator (streampool::alloc)
+#   <prefix>/include/streampool/pluggable.h              its entry points
 #   <prefix>/lib/libstreampool_core.a                    the engine (streampool::core)
 #   <prefix>/bin/streampool                              the command
 #   <prefix>/lib/cmake/streampool/                       find_package(streampool CONFIG)
@@ -70,6 +72,14 @@ endif()
 # find streampool's libcudart.so.13 in place of NVIDIA's through the preload's RUNPATH.
 if(TARGET streampool_cudart)
   streampool_install_shared(streampool_cudart cudart ${streampool_runtime_libdir} libcudart.so.13)
+endif()
+# The pluggable allocator: loaded by path (PyTorch's CUDAPluggableAllocator, ctypes), its SONAME its
+# file name, so it needs no link beside it.
+if(TARGET streampool_alloc)
+  set_target_properties(streampool_alloc PROPERTIES EXPORT_NAME alloc)
+  target_link_libraries(streampool_alloc INTERFACE streampool_headers)
+  install(TARGETS streampool_alloc EXPORT streampool-targets LIBRARY DESTINATION ${streampool_private_libdir})
+  install(FILES ${PROJECT_SOURCE_DIR}/include/streampool/pluggable.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/streampool)
 endif()
 install(EXPORT streampool-targets NAMESPACE streampool:: DESTINATION ${streampool_cmake_dir})
 

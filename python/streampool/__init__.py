@@ -2,7 +2,9 @@
 with ctypes, no compiled extension.
 
 The functions find streampool in the running process (LD_PRELOAD=libstreampool.so, or `streampool
-run`); without it, active() is False and the others raise NotLoaded.
+run`), or the pluggable allocator library once streampool.torch.use() or streampool.cupy.use() (or
+streampool.pluggable.load()) loaded it; without either, active() is False and the others raise
+NotLoaded.
 
     import streampool
     if streampool.active():
@@ -19,7 +21,7 @@ import os
 import shutil
 import subprocess
 
-__all__ = ["NotLoaded", "active", "version", "stats", "trace", "trace_flush", "current_trace",
+__all__ = ["NotLoaded", "NotUsable", "active", "version", "stats", "trace", "trace_flush", "current_trace",
            "export_torch_snapshot", "export_perfetto", "oom_report"]
 
 
@@ -27,15 +29,26 @@ class NotLoaded(RuntimeError):
     """streampool does not serve this process (libstreampool.so is not loaded)."""
 
 
-_state = {"trace": None}  # the path of the trace trace() started, while it records
+class NotUsable(RuntimeError):
+    """streampool's pluggable allocator cannot be installed here (streampool.torch.use(),
+    streampool.cupy.use()): the library was not found, or the framework already allocated."""
+
+
+_state = {"trace": None,    # the path of the trace trace() started, while it records
+          "library": None}  # the pluggable allocator library (a ctypes.CDLL), once loaded
 
 
 def _symbol(name):
-    """A function of streampool's C interface from the process's global scope, or None."""
-    try:
-        return getattr(ctypes.CDLL(None), name)
-    except AttributeError:
-        return None
+    """A function of streampool's C interface: the pluggable library's once loaded (PyTorch and
+    ctypes open it RTLD_LOCAL, out of the global scope), else the process's global scope; or None."""
+    scopes = [] if _state["library"] is None else [_state["library"]]
+    scopes.append(ctypes.CDLL(None))
+    for scope in scopes:
+        try:
+            return getattr(scope, name)
+        except AttributeError:
+            continue
+    return None
 
 
 def _need(name, restype, argtypes):

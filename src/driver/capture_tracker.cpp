@@ -16,6 +16,11 @@ FenceShard fence_shards[kFenceShards];
 }  // namespace detail
 
 namespace {
+// 1 once captures are unseen: the phantom capture that keeps the count above zero.
+std::atomic<long> unseen_floor{0};
+}  // namespace
+
+namespace {
 
 // The streams capturing now, for the diagnostics only (kept while debug logging is on).
 struct WatchedCapture {
@@ -30,7 +35,7 @@ bool watching() noexcept { return log::enabled(log::Level::debug); }
 
 void lower_captures_in_progress() noexcept {
   long current = detail::captures_in_progress.load(std::memory_order_seq_cst);
-  while (current > 0 && !detail::captures_in_progress.compare_exchange_weak(current, current - 1,
+  while (current > unseen_floor.load(std::memory_order_relaxed) && !detail::captures_in_progress.compare_exchange_weak(current, current - 1,
                                                                             std::memory_order_seq_cst)) {
   }
 }
@@ -106,14 +111,23 @@ void capture_ended(CUstream stream, bool per_thread_variant) noexcept {
 
 void forget_captures() noexcept {
   // The child has only the forking thread: no begin or fence of the parent's goes on there.
-  detail::captures_in_progress.store(0, std::memory_order_relaxed);
+  detail::captures_in_progress.store(unseen_floor.load(std::memory_order_relaxed), std::memory_order_relaxed);
   detail::begins_unsettled.store(0, std::memory_order_relaxed);
   for (detail::FenceShard& shard : detail::fence_shards) shard.in_flight.store(0, std::memory_order_relaxed);
   watched = nullptr;  // the parent's list is abandoned with its lock
 }
 
+void assume_unseen_captures() noexcept {
+  long expected = 0;
+  if (unseen_floor.compare_exchange_strong(expected, 1, std::memory_order_seq_cst)) {
+    detail::captures_in_progress.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+bool captures_unseen() noexcept { return unseen_floor.load(std::memory_order_relaxed) != 0; }
+
 long captures_in_progress() noexcept {
-  return detail::captures_in_progress.load(std::memory_order_relaxed);
+  return detail::captures_in_progress.load(std::memory_order_relaxed) - unseen_floor.load(std::memory_order_relaxed);
 }
 
 CUresult stream_capturing(CUstream stream, bool per_thread_variant, bool* capturing) noexcept {

@@ -17,6 +17,11 @@
 // that sees an unsettled begin backs out at once, and one only enters after a first look found no
 // begin unsettled, so a begin waits at most for the fences already past that look (no starvation).
 // The count of captures in progress is lowered only after a capture really ended.
+//
+// A library that serves allocations without seeing the program's capture calls (the pluggable
+// allocator, src/pluggable) declares captures unseen: the count then never drops below one, so every
+// allocation, free and marker operation asks the driver about its stream, and marker queries run in
+// the relaxed capture mode of their thread (see EventOrdering::query).
 #pragma once
 
 #include <atomic>
@@ -47,8 +52,11 @@ void capture_begin_announce() noexcept;
 void capture_begin_settle(bool began, CUstream stream, bool per_thread_variant) noexcept;
 // The end hooks, once the capture really ended (never goes below zero).
 void capture_ended(CUstream stream, bool per_thread_variant) noexcept;
-// A child after fork: no capture of the parent's goes on there.
+// A child after fork: no capture of the parent's goes on there (captures unseen stay assumed).
 void forget_captures() noexcept;
+// Captures may begin and end where streampool cannot see them, from now on, for good.
+void assume_unseen_captures() noexcept;
+bool captures_unseen() noexcept;
 
 // Diagnostics (STREAMPOOL_LOG=debug): with captures in progress, asks the driver about each
 // capturing stream and logs, once per capture, the hook after which it became invalidated, so a

@@ -41,6 +41,7 @@
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceTotalMem_v2) X(cuCtxGetCurrent) X(cuDevicePrimaryCtxGetState)                  \
   X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuDevicePrimaryCtxRetain)    \
   X(cuStreamGetCtx) X(cuStreamGetFlags) X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)      \
+  X(cuThreadExchangeStreamCaptureMode) X(cuStreamGetId)                                        \
   X(cuEventCreate) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease)    \
   X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)                  \
   X(cuMemAlloc_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged)                      \

@@ -86,6 +86,25 @@ core::Status EventOrdering::take(CUcontext context, MarkerRecord** record) {
   }
 }
 
+namespace {
+
+// Captures streampool cannot see (the pluggable allocator): a query would break a global-mode
+// capture of any thread unless this thread's own capture mode is relaxed, which CUDA documents as
+// permitting calls that are unsafe during capture; the mode is swapped for the query alone and put
+// back. Anything but a clean answer (no such entry, the swap refused, an error) is "not ready": a
+// marker proves nothing it cannot show.
+core::Status query_relaxed(CUevent event) {
+  const DriverTable& table = real();
+  if (table.cuEventQuery == nullptr || table.cuThreadExchangeStreamCaptureMode == nullptr) return core::Status::not_ready;
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (table.cuThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS) return core::Status::not_ready;
+  const CUresult result = table.cuEventQuery(event);
+  table.cuThreadExchangeStreamCaptureMode(&mode);
+  return result == CUDA_SUCCESS ? core::Status::success : core::Status::not_ready;
+}
+
+}  // namespace
+
 // Record, query and wait each run in a CaptureFence (capture_tracker.hpp): a stream that is or may
 // be capturing must not see streampool's events (a record there executes nothing, and the marker
 // would read complete while the stream's work still runs), and no capture can begin between the
@@ -121,7 +140,10 @@ core::Status EventOrdering::query(core::Marker marker) {
   // Measured on driver 580: any cuEventQuery while a global-mode capture is in progress, on any
   // thread, invalidates that capture. The answer waits until no capture is going on or beginning.
   const CaptureFence fence;
-  if (fence.any_capture()) return core::Status::not_ready;
+  if (fence.any_capture()) {
+    if (fence.admitted() && captures_unseen()) return query_relaxed(record->event);
+    return core::Status::not_ready;
+  }
   const DriverTable& table = real();
   if (table.cuEventQuery == nullptr) return status_from(missing_entry_result());
   return status_from(table.cuEventQuery(record->event));

@@ -124,6 +124,9 @@ FAKE_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
 FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
   FAKE_ENTRY(end_capture(hStream, DefaultStream::per_thread, phGraph));
 }
+FAKE_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  FAKE_ENTRY(exchange_thread_capture_mode(mode));
+}
 FAKE_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
   FAKE_ENTRY(is_capturing(hStream, DefaultStream::legacy, captureStatus));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "stream.hpp"
@@ -15,7 +16,19 @@ std::vector<std::weak_ptr<Stream>>& global_captures() {
   return *captures;
 }
 
+thread_local CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
 }  // namespace
+
+CUresult exchange_thread_capture_mode(CUstreamCaptureMode* mode) {
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      *mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::swap(*mode, thread_capture_mode);
+  return CUDA_SUCCESS;
+}
 
 void global_capture_began(const std::shared_ptr<Stream>& stream) {
   std::lock_guard lock(captures_mutex);
@@ -31,6 +44,7 @@ void global_capture_ended(const Stream* stream) {
 }
 
 CUresult refuse_during_global_capture() {
+  if (thread_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
   std::lock_guard lock(captures_mutex);
   bool any = false;
   for (const std::weak_ptr<Stream>& weak : global_captures()) {

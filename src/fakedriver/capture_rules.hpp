@@ -3,7 +3,8 @@
 // and cuStreamGetFlags / cuStreamGetId of the capturing stream, from any thread, fail with
 // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidate every global capture in progress. Records
 // and waits on other streams and the VMM calls are safe there. Captures begun in thread-local or
-// relaxed mode are not affected (the fake does not model cuThreadExchangeStreamCaptureMode).
+// relaxed mode are not affected, nor are calls from a thread whose capture mode is relaxed
+// (cuThreadExchangeStreamCaptureMode), as CUDA documents.
 #pragma once
 
 #include <cuda.h>
@@ -19,5 +20,7 @@ void global_capture_ended(const Stream* stream);
 // A call a global capture does not survive: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (every global
 // capture in progress now invalidated) if there is one, CUDA_SUCCESS otherwise.
 CUresult refuse_during_global_capture();
+// cuThreadExchangeStreamCaptureMode: the calling thread's mode (global until changed).
+CUresult exchange_thread_capture_mode(CUstreamCaptureMode* mode);
 
 }  // namespace fake

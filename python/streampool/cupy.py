@@ -1,0 +1,74 @@
+"""streampool as CuPy's allocator without LD_PRELOAD:
+
+    import cupy, streampool.cupy
+    streampool.cupy.use()
+    a = cupy.arange(10)
+
+Each allocation is made in the order of CuPy's current stream and freed in the order of that same
+stream (as CuPy's stream-ordered allocator does), through libstreampool_alloc.so by ctypes."""
+import threading
+
+from . import NotUsable, pluggable
+
+_installed = {"allocator": None}
+
+
+def _cupy():
+    try:
+        import cupy  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        raise NotUsable("streampool.cupy.use() needs CuPy (import cupy failed)") from error
+    return cupy
+
+
+class Allocator:
+    """CuPy's PythonFunctionAllocator over streampool: remembers each pointer's stream for its free."""
+
+    def __init__(self, cupy, library):
+        self._cupy = cupy
+        self._library = library
+        self._streams = {}
+        self._lock = threading.Lock()
+
+    def malloc(self, size, device):
+        stream = self._cupy.cuda.get_current_stream().ptr
+        pointer = self._library.streampool_cupy_malloc(size, device, stream)
+        if not pointer:
+            if size == 0:
+                return 0
+            raise self._cupy.cuda.memory.OutOfMemoryError(size, 0, 0)
+        with self._lock:
+            self._streams[pointer] = stream
+        return pointer
+
+    def free(self, pointer, device):
+        if not pointer:
+            return
+        with self._lock:
+            stream = self._streams.pop(pointer, 0)
+        self._library.streampool_cupy_free(pointer, device, stream)
+
+
+def use():
+    """Makes streampool CuPy's allocator (cupy.cuda.set_allocator). Memory CuPy's pool already holds
+    stays with it. Returns the allocator; calling it again does nothing."""
+    if _installed["allocator"] is not None:
+        return _installed["allocator"]
+    cupy = _cupy()
+    allocator = Allocator(cupy, pluggable.load())
+    function_allocator = cupy.cuda.PythonFunctionAllocator(allocator.malloc, allocator.free)
+    cupy.cuda.set_allocator(function_allocator.malloc)
+    _installed["allocator"] = (allocator, function_allocator)
+    return allocator
+
+
+def empty_cache(device=None):
+    """Synchronises the device (CuPy's current one by default) and returns streampool's unused memory."""
+    if device is None:
+        device = _cupy().cuda.Device().id
+    pluggable.empty_cache(device)
+
+
+def memory_stats():
+    """torch.cuda.memory_stats()-style figures from streampool's report."""
+    return pluggable.memory_stats()
