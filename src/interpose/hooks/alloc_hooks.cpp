@@ -17,6 +17,7 @@
 #include "driver/log.hpp"
 #include "driver/capture_tracker.hpp"
 #include "call_counters.hpp"
+#include "insight/nvtx_registry.hpp"
 #include "ipc/ipc.hpp"
 #include "process_state.hpp"
 #include "route_cache.hpp"
@@ -86,6 +87,8 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
   }
   if (core::ok(status)) [[likely]] {
     *dptr = reinterpret_cast<CUdeviceptr>(address);
+    // Under compute-sanitizer (or STREAMPOOL_NVTX=1): the block a region of its pool's heap.
+    if (insight::nvtx_enabled()) [[unlikely]] insight::nvtx_allocated(reinterpret_cast<std::uintptr_t>(address), bytes);
     trace_detail::served_pool = reinterpret_cast<std::uintptr_t>(pool);  // for the trace: one TLS store
     return CUDA_SUCCESS;
   }
@@ -224,12 +227,20 @@ bool live_pool(core::Pool* pool) noexcept {
   RouteEntry* route = nullptr;
   CUresult result = find_route(stream, per_thread, &route);
   if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, per_thread, result);
+  // The block's NVTX region goes before the engine can hand the block to another thread's allocation.
+  std::size_t registered_bytes = 0;
+  if (insight::nvtx_enabled()) [[unlikely]] registered_bytes = insight::nvtx_freeing(static_cast<std::uintptr_t>(dptr));
   core::Status status = core::Status::success;
+  bool threw = false;
   try {
     status = engine().free(reinterpret_cast<void*>(dptr), route->key);
   } catch (...) {
-    return CUDA_ERROR_UNKNOWN;
+    threw = true;
   }
+  if (registered_bytes != 0 && (threw || !core::ok(status))) [[unlikely]] {
+    insight::nvtx_allocated(static_cast<std::uintptr_t>(dptr), registered_bytes);  // still the program's
+  }
+  if (threw) return CUDA_ERROR_UNKNOWN;
   if (core::ok(status)) [[likely]] {
     ipc::allocation_freed(dptr);  // export data of it is stale from now on
     return CUDA_SUCCESS;
