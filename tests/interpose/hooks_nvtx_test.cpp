@@ -201,6 +201,44 @@ TEST_F(NvtxRegistration, SeveralThreadsEndBalancedWithEachAddressRegisteredBefor
   for (const auto& [address, count] : registered) EXPECT_EQ(count, 0) << "address " << address;
 }
 
+TEST_F(NvtxRegistration, AnImportedBlockIsARegionOfItsMappingUntilItsFree) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemoryPool exporter = nullptr;
+  ASSERT_EQ(SP(cuMemPoolCreate)(&exporter, &props), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, 3000, exporter, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  int descriptor = -1;
+  ASSERT_EQ(SP(cuMemPoolExportToShareableHandle)(&descriptor, exporter, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  CUmemPoolPtrExportData data{};
+  ASSERT_EQ(SP(cuMemPoolExportPointer)(&data, block), CUDA_SUCCESS);
+  // This process is its own importer: the exporter serves from a thread of its own.
+  CUmemoryPool importer = nullptr;
+  ASSERT_EQ(SP(cuMemPoolImportFromShareableHandle)(&importer, reinterpret_cast<void*>(static_cast<std::intptr_t>(descriptor)),
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  const size_t mark = events().size();
+  CUdeviceptr imported = 0;
+
+  ASSERT_EQ(SP(cuMemPoolImportPointer)(&imported, importer, &data), CUDA_SUCCESS);
+  const std::vector<Event> after_import = events_since(mark);
+  ASSERT_EQ(SP(cuMemFreeAsync)(imported, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+
+  EXPECT_NE(imported, block);
+  EXPECT_EQ(registered_bytes_inside_heaps(after_import, imported, 3000), 3000u);
+  EXPECT_TRUE(unregistered(events_since(mark), imported));
+  EXPECT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(importer), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(exporter), CUDA_SUCCESS);
+  close(descriptor);
+}
+
 // ---- the mode's setting: each a child run with its own environment ----
 
 // Run as children only: allocate and free, then report through the exit status whether the

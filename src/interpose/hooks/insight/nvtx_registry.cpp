@@ -257,6 +257,10 @@ void nvtx_allocated(std::uintptr_t address, std::size_t bytes) noexcept { regist
 
 std::size_t nvtx_freeing(std::uintptr_t address) noexcept { return registry().remove_region(address); }
 
+void nvtx_mapped(std::uintptr_t address, std::size_t bytes) noexcept { registry().add_heap(address, bytes); }
+
+void nvtx_unmapped(std::uintptr_t address) noexcept { registry().remove_heap(address); }
+
 std::unique_ptr<core::Backing> nvtx_observed(std::unique_ptr<core::Backing> backing) {
   if (!nvtx_enabled() || backing == nullptr) return backing;
   return std::make_unique<NvtxBacking>(std::move(backing));

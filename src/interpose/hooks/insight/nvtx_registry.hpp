@@ -55,6 +55,10 @@ void nvtx_allocated(std::uintptr_t address, std::size_t bytes) noexcept;
 // size (0: it was none), for nvtx_allocated to put it back should the engine refuse the free.
 std::size_t nvtx_freeing(std::uintptr_t address) noexcept;
 
+// A mapping made outside any pool's backing (an imported block's) as a heap, and its end.
+void nvtx_mapped(std::uintptr_t address, std::size_t bytes) noexcept;
+void nvtx_unmapped(std::uintptr_t address) noexcept;
+
 // A pool's backing whose mappings are registered as heaps, with the mode on; `backing` itself
 // otherwise.
 std::unique_ptr<core::Backing> nvtx_observed(std::unique_ptr<core::Backing> backing);
