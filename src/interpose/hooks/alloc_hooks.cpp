@@ -211,6 +211,21 @@ bool live_pool(core::Pool* pool) noexcept {
   return error == CUDA_ERROR_DEINITIALIZED ? CUDA_SUCCESS : error;
 }
 
+// A free with NVTX registration on: the block's region goes before the engine can hand the block
+// to another thread's allocation, and comes back if the engine refuses the free.
+[[gnu::noinline]] core::Status free_registered(CUdeviceptr dptr, core::StreamKey key) {
+  const auto address = static_cast<std::uintptr_t>(dptr);
+  const std::size_t registered_bytes = insight::nvtx_freeing(address);
+  try {
+    const core::Status status = engine().free(reinterpret_cast<void*>(dptr), key);
+    if (!core::ok(status) && registered_bytes != 0) insight::nvtx_allocated(address, registered_bytes);
+    return status;
+  } catch (...) {
+    if (registered_bytes != 0) insight::nvtx_allocated(address, registered_bytes);
+    throw;
+  }
+}
+
 [[gnu::always_inline]] inline CUresult free_async(Hook hook, FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
                                                   bool per_thread) noexcept {
   count_call(hook);
@@ -227,20 +242,13 @@ bool live_pool(core::Pool* pool) noexcept {
   RouteEntry* route = nullptr;
   CUresult result = find_route(stream, per_thread, &route);
   if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, per_thread, result);
-  // The block's NVTX region goes before the engine can hand the block to another thread's allocation.
-  std::size_t registered_bytes = 0;
-  if (insight::nvtx_enabled()) [[unlikely]] registered_bytes = insight::nvtx_freeing(static_cast<std::uintptr_t>(dptr));
   core::Status status = core::Status::success;
-  bool threw = false;
   try {
-    status = engine().free(reinterpret_cast<void*>(dptr), route->key);
+    status = insight::nvtx_enabled() ? free_registered(dptr, route->key)
+                                     : engine().free(reinterpret_cast<void*>(dptr), route->key);
   } catch (...) {
-    threw = true;
+    return CUDA_ERROR_UNKNOWN;
   }
-  if (registered_bytes != 0 && (threw || !core::ok(status))) [[unlikely]] {
-    insight::nvtx_allocated(static_cast<std::uintptr_t>(dptr), registered_bytes);  // still the program's
-  }
-  if (threw) return CUDA_ERROR_UNKNOWN;
   if (core::ok(status)) [[likely]] {
     ipc::allocation_freed(dptr);  // export data of it is stale from now on
     return CUDA_SUCCESS;

@@ -62,6 +62,10 @@ NvtxSetting nvtx_setting(const char* streampool_nvtx, const char* injection_path
   return setting;
 }
 
+namespace {
+void prepare_registry() noexcept;
+}  // namespace
+
 namespace nvtx_detail {
 
 bool read_mode() noexcept {
@@ -73,7 +77,10 @@ bool read_mode() noexcept {
       log::notice(log::Level::warn, "unknown STREAMPOOL_NVTX value '%.64s' (expected 1 or 0): %s", value,
                   setting.on ? "on, as under compute-sanitizer" : "off");
     }
-    if (setting.on) STREAMPOOL_LOG_INFO("NVTX memory registration on");
+    if (setting.on) {
+      STREAMPOOL_LOG_INFO("NVTX memory registration on");
+      prepare_registry();  // the tool's library opened now, before any pool lock is held
+    }
     return setting.on;
   }
   return expected == 1;
@@ -167,9 +174,9 @@ class Registry {
     return bytes;
   }
 
-  NvtxCounts counts() noexcept {
+  void prepare() noexcept {
     std::lock_guard lock(mutex_);
-    return NvtxCounts{heaps_.size(), regions_.size()};
+    (void)domain();
   }
 
  private:
@@ -210,6 +217,8 @@ Registry& registry() noexcept {
   static Registry* instance = new Registry();
   return *instance;
 }
+
+void prepare_registry() noexcept { registry().prepare(); }
 
 // Each mapping a heap: mapped at map (or, for a backing of whole chunks, at reserve), gone at the
 // matching unmap (unreserve). The backing's contract is that an unmap is of exactly one map's range.
@@ -265,7 +274,5 @@ std::unique_ptr<core::Backing> nvtx_observed(std::unique_ptr<core::Backing> back
   if (!nvtx_enabled() || backing == nullptr) return backing;
   return std::make_unique<NvtxBacking>(std::move(backing));
 }
-
-NvtxCounts nvtx_counts() noexcept { return registry().counts(); }
 
 }  // namespace streampool::interpose::insight

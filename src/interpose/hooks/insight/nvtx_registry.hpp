@@ -63,11 +63,4 @@ void nvtx_unmapped(std::uintptr_t address) noexcept;
 // otherwise.
 std::unique_ptr<core::Backing> nvtx_observed(std::unique_ptr<core::Backing> backing);
 
-// What the registry holds now (for the stats report and tests).
-struct NvtxCounts {
-  std::size_t heaps = 0;
-  std::size_t regions = 0;
-};
-NvtxCounts nvtx_counts() noexcept;
-
 }  // namespace streampool::interpose::insight
