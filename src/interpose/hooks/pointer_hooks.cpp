@@ -85,8 +85,13 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
     if (result == CUDA_ERROR_DEINITIALIZED) return CUDA_SUCCESS;  // at exit, after the driver's teardown
     if (result != CUDA_SUCCESS) return result;
     engine().commit(ticket);
+    const std::size_t registered_bytes =
+        insight::nvtx_enabled() ? insight::nvtx_freeing(static_cast<std::uintptr_t>(dptr)) : 0;
     core::Status status = engine().free_completed(pointer);
     if (core::ok(status)) ipc::allocation_freed(dptr);
+    if (!core::ok(status) && registered_bytes != 0) {
+      insight::nvtx_allocated(static_cast<std::uintptr_t>(dptr), registered_bytes);  // still the program's
+    }
     return to_cuda(status);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;

@@ -16,6 +16,7 @@
 #include "driver/settings.hpp"
 #include "core/engine.hpp"
 #include "control/process_limit.hpp"
+#include "insight/nvtx_registry.hpp"
 #include "location_pools.hpp"
 #include "reentry_guard.hpp"
 #include "report/oom_report.hpp"
