@@ -90,7 +90,7 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
   if (core::ok(status)) [[likely]] {
     *dptr = reinterpret_cast<CUdeviceptr>(address);
     // Under compute-sanitizer (or STREAMPOOL_NVTX=1): the block a region of its pool's heap.
-    if (insight::nvtx_enabled()) [[unlikely]] insight::nvtx_allocated(reinterpret_cast<std::uintptr_t>(address), bytes);
+    if (insight_hooks::nvtx_enabled()) [[unlikely]] insight_hooks::nvtx_allocated(reinterpret_cast<std::uintptr_t>(address), bytes);
     trace_detail::served_pool = reinterpret_cast<std::uintptr_t>(pool);  // for the trace: one TLS store
     return CUDA_SUCCESS;
   }
@@ -222,13 +222,13 @@ bool live_pool(core::Pool* pool) noexcept {
 // to another thread's allocation, and comes back if the engine refuses the free.
 [[gnu::noinline]] core::Status free_registered(CUdeviceptr dptr, core::StreamKey key) {
   const auto address = static_cast<std::uintptr_t>(dptr);
-  const std::size_t registered_bytes = insight::nvtx_freeing(address);
+  const std::size_t registered_bytes = insight_hooks::nvtx_freeing(address);
   try {
     const core::Status status = engine().free(reinterpret_cast<void*>(dptr), key);
-    if (!core::ok(status) && registered_bytes != 0) insight::nvtx_allocated(address, registered_bytes);
+    if (!core::ok(status) && registered_bytes != 0) insight_hooks::nvtx_allocated(address, registered_bytes);
     return status;
   } catch (...) {
-    if (registered_bytes != 0) insight::nvtx_allocated(address, registered_bytes);
+    if (registered_bytes != 0) insight_hooks::nvtx_allocated(address, registered_bytes);
     throw;
   }
 }
@@ -251,7 +251,7 @@ bool live_pool(core::Pool* pool) noexcept {
   if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, per_thread, result);
   core::Status status = core::Status::success;
   try {
-    status = insight::nvtx_enabled() ? free_registered(dptr, route->key)
+    status = insight_hooks::nvtx_enabled() ? free_registered(dptr, route->key)
                                      : engine().free(reinterpret_cast<void*>(dptr), route->key);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;

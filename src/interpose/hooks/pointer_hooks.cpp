@@ -86,11 +86,11 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
     if (result != CUDA_SUCCESS) return result;
     engine().commit(ticket);
     const std::size_t registered_bytes =
-        insight::nvtx_enabled() ? insight::nvtx_freeing(static_cast<std::uintptr_t>(dptr)) : 0;
+        insight_hooks::nvtx_enabled() ? insight_hooks::nvtx_freeing(static_cast<std::uintptr_t>(dptr)) : 0;
     core::Status status = engine().free_completed(pointer);
     if (core::ok(status)) ipc::allocation_freed(dptr);
     if (!core::ok(status) && registered_bytes != 0) {
-      insight::nvtx_allocated(static_cast<std::uintptr_t>(dptr), registered_bytes);  // still the program's
+      insight_hooks::nvtx_allocated(static_cast<std::uintptr_t>(dptr), registered_bytes);  // still the program's
     }
     return to_cuda(status);
   } catch (...) {

@@ -145,7 +145,7 @@ CUresult pool_create(CUmemoryPool* pool_out, const CUmemPoolProps* pool_props) n
                                                   : driver::make_backing(props, &backing);
     if (!core::ok(status)) return to_cuda(status);
     core::Pool* pool = nullptr;
-    status = engine().create_pool(props, insight::nvtx_observed(control_hooks::capped(props, std::move(backing))), &pool);
+    status = engine().create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &pool);
     if (!core::ok(status)) return to_cuda(status);
     if (granules != nullptr) {
       result = ipc::register_exportable(pool, props, std::move(granules));

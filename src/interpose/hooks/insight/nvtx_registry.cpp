@@ -12,7 +12,7 @@
 
 #include "driver/log.hpp"
 
-namespace streampool::interpose::insight {
+namespace streampool::interpose::insight_hooks {
 
 namespace nvtx_detail {
 std::atomic<int> mode_state{-1};
@@ -275,4 +275,4 @@ std::unique_ptr<core::Backing> nvtx_observed(std::unique_ptr<core::Backing> back
   return std::make_unique<NvtxBacking>(std::move(backing));
 }
 
-}  // namespace streampool::interpose::insight
+}  // namespace streampool::interpose::insight_hooks

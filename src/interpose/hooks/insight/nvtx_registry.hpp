@@ -26,7 +26,7 @@
 
 #include "core/backing.hpp"
 
-namespace streampool::interpose::insight {
+namespace streampool::interpose::insight_hooks {
 
 namespace nvtx_detail {
 // -1: not read yet, 0: off, 1: on.
@@ -63,4 +63,4 @@ void nvtx_unmapped(std::uintptr_t address) noexcept;
 // otherwise.
 std::unique_ptr<core::Backing> nvtx_observed(std::unique_ptr<core::Backing> backing);
 
-}  // namespace streampool::interpose::insight
+}  // namespace streampool::interpose::insight_hooks

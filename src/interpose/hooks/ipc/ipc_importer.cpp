@@ -152,7 +152,7 @@ void unmap_all(const ImportedPointer& imported) noexcept {
   if (imported.reservation != 0 && table.cuMemAddressFree != nullptr) {
     table.cuMemAddressFree(imported.reservation, imported.reserved_bytes);
   }
-  if (insight::nvtx_enabled() && imported.reservation != 0) insight::nvtx_unmapped(imported.reservation);
+  if (insight_hooks::nvtx_enabled() && imported.reservation != 0) insight_hooks::nvtx_unmapped(imported.reservation);
 }
 
 // --- stream-ordered frees of imported pointers -------------------------------------------------
@@ -395,9 +395,9 @@ CUresult import_pointer(CUdeviceptr* pointer_out, core::Pool* pool, const CUmemP
     const CUdeviceptr pointer = imported.reservation + static_cast<CUdeviceptr>(header.offset);
     // Under NVTX registration: the importer's mapping a heap, the exported block's bytes its region,
     // so that memcheck sees a write into the granule's rest as outside any allocation.
-    if (insight::nvtx_enabled()) {
-      insight::nvtx_mapped(imported.reservation, imported.reserved_bytes);
-      insight::nvtx_allocated(pointer, static_cast<std::size_t>(export_data.bytes));
+    if (insight_hooks::nvtx_enabled()) {
+      insight_hooks::nvtx_mapped(imported.reservation, imported.reserved_bytes);
+      insight_hooks::nvtx_allocated(pointer, static_cast<std::size_t>(export_data.bytes));
     }
     {
       Imports& all = imports();
@@ -454,7 +454,7 @@ CUresult free_imported(CUdeviceptr pointer) noexcept {
   try {
     ImportedPointer imported;
     if (!take_imported(pointer, &imported)) return CUDA_ERROR_INVALID_VALUE;
-    if (insight::nvtx_enabled()) insight::nvtx_freeing(pointer);
+    if (insight_hooks::nvtx_enabled()) insight_hooks::nvtx_freeing(pointer);
     return unmap_after_context(imported);
   } catch (...) {
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -466,7 +466,7 @@ CUresult free_imported_async(CUdeviceptr pointer, CUstream stream) noexcept {
     auto imported = std::make_unique<ImportedPointer>();
     if (!take_imported(pointer, imported.get())) return CUDA_ERROR_INVALID_VALUE;
     // Gone for memcheck at the call, as a pool block's free is; the mapping's heap at the unmap.
-    if (insight::nvtx_enabled()) insight::nvtx_freeing(pointer);
+    if (insight_hooks::nvtx_enabled()) insight_hooks::nvtx_freeing(pointer);
     if (unmap_behind(stream, imported.get())) {
       (void)imported.release();  // the reaper deletes it
       return CUDA_SUCCESS;
