@@ -154,6 +154,19 @@ Kernel* find_kernel(const void* function) noexcept {
   return nullptr;
 }
 
+const void* host_function_of(CUfunction function) noexcept {
+  if (function == nullptr) return nullptr;
+  Registry& reg = registry();
+  std::shared_lock lock(reg.mutex);
+  for (const auto& [host, kernel] : reg.kernels_by_host) {
+    std::lock_guard kernel_lock(kernel->mutex);
+    for (const auto& [owner, handle] : kernel->functions) {
+      if (handle == function) return host;
+    }
+  }
+  return nullptr;
+}
+
 cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept {
   try {
     CUcontext context = nullptr;

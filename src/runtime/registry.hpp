@@ -47,6 +47,10 @@ void unregister_fat_binary(FatBinary* binary) noexcept;
 
 // The kernel a launch names: a host stub's address, or a cudaKernel_t we handed out. nullptr: unknown.
 Kernel* find_kernel(const void* function) noexcept;
+// The host stub of the kernel whose function (in any context) is `function`; nullptr when no
+// registered kernel has it (a function of a module the program loaded itself). A linear walk: graph
+// node queries only.
+const void* host_function_of(CUfunction function) noexcept;
 // What naming no kernel answers: cudart 13 takes a pointer that is no registered stub for a
 // cudaKernel_t handle, so an unknown one is an invalid handle (measured with NVIDIA's cudart 13
 // on driver 580 for cudaLaunchKernel and cudaFuncGetAttributes), not InvalidDeviceFunction.
