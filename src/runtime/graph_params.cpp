@@ -27,10 +27,8 @@ void side(const cudaPitchedPtr& pointer, const cudaPos& position, bool host, CUm
 }  // namespace
 
 cudaError_t driver_kernel_params(const KernelLaunchShape& shape, CUDA_KERNEL_NODE_PARAMS* out) noexcept {
-  Kernel* kernel = find_kernel(shape.func);
-  if (kernel == nullptr) return kUnknownKernel;
   CUfunction function = nullptr;
-  if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return error;
+  if (const cudaError_t error = resolve_function(shape.func, &function); error != cudaSuccess) return error;
   *out = CUDA_KERNEL_NODE_PARAMS{};
   out->func = function;
   out->gridDimX = shape.grid.x;
