@@ -75,8 +75,8 @@ def coverage_lines(nvidia, ours, needed, not_supported=frozenset()):
         "with a wrong answer.",
         "",
         f"**{len(done)} of NVIDIA's {len(nvidia)} exported functions ({share:.1f}%)** are implemented"
-        + (f"; {len(unsupported)} of them answer `cudaErrorNotSupported`, the driver having no counterpart "
-           f"({NOT_SUPPORTED_STATE})." if unsupported else "."),
+        + (f"; {len(unsupported)} of them only answer `cudaErrorNotSupported`, the driver having no "
+           f"counterpart (marked \"{NOT_SUPPORTED_STATE}\")." if unsupported else "."),
         "",
     ]
     for label, names in needed:

@@ -33,6 +33,8 @@ static_assert(sizeof(cudaEventWaitNodeParams) == sizeof(CUDA_EVENT_WAIT_NODE_PAR
 static_assert(sizeof(cudaMemAllocNodeParamsV2) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS_v2));
 static_assert(sizeof(cudaMemFreeNodeParams) == sizeof(CUDA_MEM_FREE_NODE_PARAMS));
 static_assert(offsetof(cudaMemAllocNodeParamsV2, dptr) == offsetof(CUDA_MEM_ALLOC_NODE_PARAMS_v2, dptr));
+static_assert(sizeof(cudaExternalSemaphoreSignalNodeParamsV2) == sizeof(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2) &&
+              sizeof(cudaExternalSemaphoreWaitNodeParamsV2) == sizeof(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2));
 
 cudaError_t capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
                              const cudaGraphEdgeData* edges, std::size_t count, cudaStreamCaptureMode mode,
@@ -92,10 +94,12 @@ cudaError_t driver_node_params(const cudaGraphNodeParams& params, CUgraphNodePar
     case cudaGraphNodeTypeEventRecord:
     case cudaGraphNodeTypeMemAlloc:
     case cudaGraphNodeTypeMemFree:
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+    case cudaGraphNodeTypeExtSemaphoreWait:
       std::memcpy(out, &params, sizeof(*out));
       return cudaSuccess;
     default:
-      return cudaErrorInvalidValue;  // external semaphores: the runtime has none
+      return cudaErrorInvalidValue;
   }
 }
 

@@ -74,7 +74,7 @@ class ElfTest(unittest.TestCase):
         lines, _, _ = cudart_coverage.coverage_lines(nvidia, ours, [], {"cudaFree"})
         self.assertIn("| `cudaFree` | not supported (no driver counterpart) |", lines)
         self.assertIn("| `cudaMallocAsync` | yes |", lines)
-        self.assertTrue(any("1 of them answer `cudaErrorNotSupported`" in line for line in lines))
+        self.assertTrue(any("1 of them only answer `cudaErrorNotSupported`" in line for line in lines))
 
     def test_the_not_supported_list_names_only_functions_the_runtime_exports(self):
         listed = cudart_coverage.read_names(cudart_coverage.NOT_SUPPORTED)
