@@ -1,18 +1,15 @@
 // Libraries loaded at run time (cudaLibrary*) and their kernels, kernel questions that name a
 // parameter or a cluster, and device questions beyond the attributes. The library is
-// library_kernels.cu built as a fat binary (STREAMPOOL_CONFORMANCE_LIBRARY names the file); the
-// fake driver loads no library and answers none of these questions, so what needs the driver is in
-// the *OnGpu suites and the fake runs the runtime's own argument checks.
+// library_kernels.cu built as a fat binary (the string STREAMPOOL_CONFORMANCE_LIBRARY names the
+// file); the fake driver loads no library and answers none of these questions, so what needs the
+// driver is in the *OnGpu suites and the fake runs the runtime's own argument checks.
 #include <vector>
 
 #include "conformance.cuh"
 
-#define CONFORMANCE_STRING_(x) #x
-#define CONFORMANCE_STRING(x) CONFORMANCE_STRING_(x)
-
 namespace {
 
-constexpr const char* kLibraryPath = CONFORMANCE_STRING(STREAMPOOL_CONFORMANCE_LIBRARY);
+constexpr const char* kLibraryPath = STREAMPOOL_CONFORMANCE_LIBRARY;
 constexpr int kNoSuchDevice = 1 << 20;
 
 __global__ void three_params(int* out, char tag, double scale) {
