@@ -4,15 +4,23 @@ streampool's runtime (libstreampool_cudart.so) exports too. A function streampoo
 fails at link time (or, under a library swap, at load time), never with a wrong answer at run time.
 
 usage: cudart_coverage.py <nvidia libcudart.so.13> <libstreampool_cudart.so> [output.md]
-                          [--needed-by LABEL=FILE ...]
+                          [--needed-by LABEL=FILE ...] [--not-supported FILE]
+
+--not-supported: the functions streampool exports that answer cudaErrorNotSupported because the
+driver has no counterpart (default src/runtime/not_supported.txt, one name a line, `#` comments);
+the table marks them "not supported (no driver counterpart)" instead of "yes".
 
 --needed-by: a file of function names one a line (what tools/cudart_imports.py --names-out writes,
 e.g. the libcudart.so.13 imports of PyTorch's libraries): the table gets a column LABEL marking
 them, and a list of those streampool does not export.
 """
 import argparse
+import os
 import subprocess
 import sys
+
+NOT_SUPPORTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "runtime", "not_supported.txt")
+NOT_SUPPORTED_STATE = "not supported (no driver counterpart)"
 
 
 def exported(library):
@@ -37,12 +45,26 @@ def read_needed(spec):
     return label, names
 
 
-def coverage_lines(nvidia, ours, needed):
-    """The Markdown table: NVIDIA's functions, whether streampool exports each, and per needed-by label
+def read_names(path):
+    """The names of a list file: one a line, `#` starts a comment."""
+    with open(path, encoding="utf-8") as handle:
+        return {line.split("#", 1)[0].strip() for line in handle} - {""}
+
+
+def state(name, ours, not_supported):
+    if name not in ours:
+        return "—"
+    return NOT_SUPPORTED_STATE if name in not_supported else "yes"
+
+
+def coverage_lines(nvidia, ours, needed, not_supported=frozenset()):
+    """The Markdown table: NVIDIA's functions, whether streampool exports each (and whether one it
+    exports answers cudaErrorNotSupported, having no driver counterpart), and per needed-by label
     whether that consumer imports it."""
     done = sorted(nvidia & ours)
     missing = sorted(nvidia - ours)
     extra = sorted(ours - nvidia)
+    unsupported = sorted(nvidia & ours & set(not_supported))
     share = 100.0 * len(done) / len(nvidia) if nvidia else 0.0
     lines = [
         "# CUDA runtime coverage of libstreampool_cudart.so",
@@ -52,7 +74,9 @@ def coverage_lines(nvidia, ours, needed):
         "export is absent on purpose: a program that needs it fails to link (or to load), never runs",
         "with a wrong answer.",
         "",
-        f"**{len(done)} of NVIDIA's {len(nvidia)} exported functions ({share:.1f}%)** are implemented.",
+        f"**{len(done)} of NVIDIA's {len(nvidia)} exported functions ({share:.1f}%)** are implemented"
+        + (f"; {len(unsupported)} of them only answer `cudaErrorNotSupported`, the driver having no "
+           f"counterpart (marked \"{NOT_SUPPORTED_STATE}\")." if unsupported else "."),
         "",
     ]
     for label, names in needed:
@@ -64,7 +88,7 @@ def coverage_lines(nvidia, ours, needed):
     header = "| function | streampool |" + "".join(f" imported by {label} |" for label, _ in needed)
     lines += [header, "| --- | --- |" + " --- |" * len(needed)]
     for name in sorted(nvidia):
-        row = f"| `{name}` | {'yes' if name in ours else '—'} |"
+        row = f"| `{name}` | {state(name, ours, not_supported)} |"
         row += "".join(f" {'yes' if name in names else ''} |" for _, names in needed)
         lines.append(row)
     if extra:
@@ -79,10 +103,11 @@ def main(argv=None):
     parser.add_argument("ours")
     parser.add_argument("output", nargs="?", default="docs/cudart-coverage.md")
     parser.add_argument("--needed-by", action="append", default=[], type=read_needed, metavar="LABEL=FILE")
+    parser.add_argument("--not-supported", default=NOT_SUPPORTED, metavar="FILE")
     args = parser.parse_args(argv)
     nvidia = exported(args.nvidia)
     ours = exported(args.ours)
-    lines, done, share = coverage_lines(nvidia, ours, args.needed_by)
+    lines, done, share = coverage_lines(nvidia, ours, args.needed_by, read_names(args.not_supported))
     with open(args.output, "w", encoding="utf-8") as out:
         out.write("\n".join(lines))
     print(f"{done}/{len(nvidia)} ({share:.1f}%) -> {args.output}")

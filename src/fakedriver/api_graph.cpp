@@ -155,6 +155,7 @@ CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* depe
   node.type = kind == GraphNodeKind::event_record ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT;
   node.event = find_event(event);
   if (!node.event) return CUDA_ERROR_INVALID_HANDLE;
+  node.event_handle = event;
   return add_node(out, graph, dependencies, count, std::move(node));
 }
 

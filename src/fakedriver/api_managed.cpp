@@ -33,6 +33,30 @@ CUresult prefetch(CUdeviceptr address, std::size_t bytes, CUmemLocation location
   return submit_to_stream(stream, default_stream, [] {});
 }
 
+// A batch names ranges and, for prefetches, locations that apply from prefetchLocIdxs[k] on (the
+// first at 0, rising, below count); a discard forgets the contents, which changes nothing here.
+CUresult managed_batch(const CUdeviceptr* addresses, const std::size_t* sizes, std::size_t count,
+                       const CUmemLocation* locations, const std::size_t* indices, std::size_t location_count,
+                       bool prefetching, unsigned long long flags, CUstream stream, DefaultStream default_stream) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (flags != 0 || count == 0 || addresses == nullptr || sizes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!managed_range(addresses[i], sizes[i])) return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (prefetching) {
+    if (locations == nullptr || indices == nullptr || location_count == 0 || location_count > count ||
+        indices[0] != 0) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (std::size_t i = 0; i < location_count; ++i) {
+      if (indices[i] >= count || (i != 0 && indices[i] <= indices[i - 1]) || !valid_location(locations[i])) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+  }
+  return submit_to_stream(stream, default_stream, [] {});
+}
+
 CUresult advise(CUdeviceptr address, std::size_t bytes, CUmem_advise advice, CUmemLocation location) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY) return CUDA_ERROR_INVALID_VALUE;
@@ -79,4 +103,40 @@ FAKE_EXPORT CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, 
 FAKE_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length,
                                                  unsigned int flags) {
   FAKE_ENTRY(attach(hStream, dptr, length, flags, DefaultStream::per_thread));
+}
+FAKE_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                             CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                             size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  FAKE_ENTRY(managed_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, true, flags, hStream,
+                           DefaultStream::legacy));
+}
+FAKE_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                  CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                                  size_t numPrefetchLocs, unsigned long long flags,
+                                                  CUstream hStream) {
+  FAKE_ENTRY(managed_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, true, flags, hStream,
+                           DefaultStream::per_thread));
+}
+FAKE_EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags,
+                                            CUstream hStream) {
+  FAKE_ENTRY(managed_batch(dptrs, sizes, count, nullptr, nullptr, 0, false, flags, hStream, DefaultStream::legacy));
+}
+FAKE_EXPORT CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                 unsigned long long flags, CUstream hStream) {
+  FAKE_ENTRY(
+      managed_batch(dptrs, sizes, count, nullptr, nullptr, 0, false, flags, hStream, DefaultStream::per_thread));
+}
+FAKE_EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                       CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                                       size_t numPrefetchLocs, unsigned long long flags,
+                                                       CUstream hStream) {
+  FAKE_ENTRY(managed_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, true, flags, hStream,
+                           DefaultStream::legacy));
+}
+FAKE_EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                            CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                                            size_t numPrefetchLocs, unsigned long long flags,
+                                                            CUstream hStream) {
+  FAKE_ENTRY(managed_batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, true, flags, hStream,
+                           DefaultStream::per_thread));
 }

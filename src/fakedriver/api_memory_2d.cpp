@@ -2,12 +2,15 @@
 // for cudaMallocPitch, cudaMemcpy2D/3D and cudaMemset2D, synchronous ones on the default stream,
 // asynchronous ones in stream order, between linear memory (unified, host or device addresses) and
 // fake arrays (array.hpp). Every row's device side must lie in memory the fake handed out, every
-// array row inside the array (an error instead of a crash in the test process).
+// array row inside the array (an error instead of a crash in the test process). A 3D peer copy
+// (cuMemcpy3DPeer) is a 3D copy once both contexts are known alive: all "devices" share the host's
+// memory here.
 #include <cstring>
 
 #include "allocations.hpp"
 #include "api_guard.hpp"
 #include "array.hpp"
+#include "context.hpp"
 #include "driver.hpp"
 #include "pointer_info.hpp"
 #include "stream_ops.hpp"
@@ -146,6 +149,40 @@ CUresult copy_3d(const CUDA_MEMCPY3D* copy, CUstream stream, DefaultStream defau
       {}, synchronous);
 }
 
+CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER* peer, CUstream stream, DefaultStream default_stream,
+                      bool synchronous) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (peer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Driver& driver = Driver::instance();
+  if (!driver.live_context(reinterpret_cast<const Context*>(peer->srcContext)) ||
+      !driver.live_context(reinterpret_cast<const Context*>(peer->dstContext))) {
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  CUDA_MEMCPY3D copy{};
+  copy.srcXInBytes = peer->srcXInBytes;
+  copy.srcY = peer->srcY;
+  copy.srcZ = peer->srcZ;
+  copy.srcMemoryType = peer->srcMemoryType;
+  copy.srcHost = peer->srcHost;
+  copy.srcDevice = peer->srcDevice;
+  copy.srcArray = peer->srcArray;
+  copy.srcPitch = peer->srcPitch;
+  copy.srcHeight = peer->srcHeight;
+  copy.dstXInBytes = peer->dstXInBytes;
+  copy.dstY = peer->dstY;
+  copy.dstZ = peer->dstZ;
+  copy.dstMemoryType = peer->dstMemoryType;
+  copy.dstHost = peer->dstHost;
+  copy.dstDevice = peer->dstDevice;
+  copy.dstArray = peer->dstArray;
+  copy.dstPitch = peer->dstPitch;
+  copy.dstHeight = peer->dstHeight;
+  copy.WidthInBytes = peer->WidthInBytes;
+  copy.Height = peer->Height;
+  copy.Depth = peer->Depth;
+  return copy_3d(&copy, stream, default_stream, synchronous);
+}
+
 CUresult set_2d(CUdeviceptr dst, std::size_t pitch, unsigned char value, std::size_t width, std::size_t height,
                 CUstream stream, DefaultStream default_stream, bool synchronous) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
@@ -201,6 +238,19 @@ FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* pCopy, CUstream hSt
 }
 FAKE_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* pCopy, CUstream hStream) {
   FAKE_ENTRY(copy_3d(pCopy, hStream, kPerThread, false));
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* pCopy) {
+  FAKE_ENTRY(copy_3d_peer(pCopy, nullptr, kLegacy, true));
+}
+FAKE_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* pCopy) {
+  FAKE_ENTRY(copy_3d_peer(pCopy, nullptr, kPerThread, true));
+}
+FAKE_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* pCopy, CUstream hStream) {
+  FAKE_ENTRY(copy_3d_peer(pCopy, hStream, kLegacy, false));
+}
+FAKE_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* pCopy, CUstream hStream) {
+  FAKE_ENTRY(copy_3d_peer(pCopy, hStream, kPerThread, false));
 }
 
 FAKE_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,

@@ -40,12 +40,35 @@ CUgraph register_graph(std::unique_ptr<Graph> graph) {
 
 bool destroy_graph(CUgraph handle) {
   auto& graphs = registry();
+  std::vector<std::pair<CUuserObject, unsigned>> owned;
+  {
+    std::lock_guard lock(graphs.mutex);
+    Graph* graph = live_graph_locked(graphs, handle);
+    if (graph == nullptr) return false;
+    owned = std::move(graph->user_objects);
+    graphs.graphs.erase(graph);
+    delete graph;
+  }
+  // Outside the lock: a destructor may run.
+  for (const auto& [object, count] : owned) release_user_object(object, count);
+  return true;
+}
+
+bool change_graph_node(CUgraphNode node, const std::function<bool(GraphNode&)>& change) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  for (Graph* graph : graphs.graphs) {
+    if (owns_node(*graph, node)) return change(*reinterpret_cast<GraphNode*>(node));
+  }
+  return false;
+}
+
+bool change_graph_user_objects(CUgraph handle,
+                               const std::function<bool(std::vector<std::pair<CUuserObject, unsigned>>&)>& change) {
+  auto& graphs = registry();
   std::lock_guard lock(graphs.mutex);
   Graph* graph = live_graph_locked(graphs, handle);
-  if (graph == nullptr) return false;
-  graphs.graphs.erase(graph);
-  delete graph;
-  return true;
+  return graph != nullptr && change(graph->user_objects);
 }
 
 CUgraphNode add_graph_node(CUgraph handle, const CUgraphNode* dependencies, std::size_t count, GraphNode node) {

@@ -29,6 +29,7 @@ struct GraphNode {
   CUhostFn host_function = nullptr;
   void* host_data = nullptr;
   std::shared_ptr<Event> event;  // record and wait nodes; kept alive by the node
+  CUevent event_handle = nullptr;  // the handle `event` was named by (what the node's getter answers)
   CUfunction function = nullptr;  // kernel nodes
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
@@ -37,9 +38,18 @@ struct GraphNode {
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;  // what cuGraphNodeGetType answers
 };
 
+// A user object (cuUserObjectCreate): its destructor runs, on the thread that drops the last
+// reference, when the references of the program and of graphs are all gone.
+struct UserObject {
+  void* data = nullptr;
+  CUhostFn destroy = nullptr;
+  unsigned references = 0;  // guarded by the user-object registry's lock
+};
+
 struct Graph {
   std::uint64_t capture_id = 0;  // nonzero for a graph made by stream capture
   std::vector<std::unique_ptr<GraphNode>> nodes;
+  std::vector<std::pair<CUuserObject, unsigned>> user_objects;  // references the graph owns
 };
 
 struct GraphExec {
@@ -63,6 +73,16 @@ bool destroy_graph_exec(CUgraphExec handle);
 bool graph_node_handles(CUgraph handle, std::vector<CUgraphNode>* nodes);
 // The type of a node of a live graph; false for an unknown node.
 bool graph_node_type(CUgraphNode node, CUgraphNodeType* type);
+// Runs `change` on a node of a live graph under the registry's lock; false for an unknown node or
+// when `change` refuses (answers false).
+bool change_graph_node(CUgraphNode node, const std::function<bool(GraphNode&)>& change);
+// Runs `change` on a live graph's user-object references under the registry's lock; false for an
+// unknown graph or when `change` refuses.
+bool change_graph_user_objects(CUgraph handle,
+                               const std::function<bool(std::vector<std::pair<CUuserObject, unsigned>>&)>& change);
+// Drops `count` references of a live user object (running its destructor at the last); false for
+// an unknown object or more references than it has (api_graph_edit.cpp).
+bool release_user_object(CUuserObject object, unsigned count);
 // A copy of an executable graph's nodes; false for an unknown handle.
 bool graph_exec_nodes(CUgraphExec handle, std::vector<GraphNode>* nodes);
 

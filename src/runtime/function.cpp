@@ -7,12 +7,7 @@ namespace streampool::runtime {
 namespace {
 
 // The kernel's function in the current context, or the error to return.
-cudaError_t function_of(const void* func, CUfunction* function) noexcept {
-  Kernel* kernel = find_kernel(func);
-  if (kernel == nullptr) return kUnknownKernel;
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
-  return kernel_function(kernel, function);
-}
+cudaError_t function_of(const void* func, CUfunction* function) noexcept { return resolve_function(func, function); }
 
 CUresult read(CUfunction function, CUfunction_attribute attribute, int* value) noexcept {
   *value = 0;
@@ -72,6 +67,9 @@ CUDART_EXPORT cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache
 CUDART_EXPORT cudaError_t cudaFuncGetName(const char** name, const void* func) {
   if (name == nullptr) return finish(cudaErrorInvalidValue);
   Kernel* kernel = find_kernel(func);
+  if (kernel == nullptr && is_library_kernel(func)) {
+    return finish(cuKernelGetName(name, static_cast<CUkernel>(const_cast<void*>(func))));
+  }
   if (kernel == nullptr) return finish(kUnknownKernel);
   *name = kernel->name.c_str();
   return cudaSuccess;

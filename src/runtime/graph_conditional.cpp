@@ -33,6 +33,25 @@ static_assert(sizeof(cudaEventWaitNodeParams) == sizeof(CUDA_EVENT_WAIT_NODE_PAR
 static_assert(sizeof(cudaMemAllocNodeParamsV2) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS_v2));
 static_assert(sizeof(cudaMemFreeNodeParams) == sizeof(CUDA_MEM_FREE_NODE_PARAMS));
 static_assert(offsetof(cudaMemAllocNodeParamsV2, dptr) == offsetof(CUDA_MEM_ALLOC_NODE_PARAMS_v2, dptr));
+static_assert(sizeof(cudaExternalSemaphoreSignalNodeParamsV2) == sizeof(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2) &&
+              sizeof(cudaExternalSemaphoreWaitNodeParamsV2) == sizeof(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2));
+
+cudaError_t capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                             const cudaGraphEdgeData* edges, std::size_t count, cudaStreamCaptureMode mode,
+                             bool per_thread) noexcept {
+  STREAMPOOL_WITH_CONTEXT(cuStreamBeginCaptureToGraph(driver_stream(stream, per_thread), graph, dependencies,
+                                                      reinterpret_cast<const CUgraphEdgeData*>(edges), count,
+                                                      static_cast<CUstreamCaptureMode>(mode)));
+}
+
+cudaError_t update_dependencies(cudaStream_t stream, cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
+                                std::size_t count, unsigned flags, bool per_thread) noexcept {
+  STREAMPOOL_WITH_CONTEXT(cuStreamUpdateCaptureDependencies_v2(driver_stream(stream, per_thread), dependencies,
+                                                               reinterpret_cast<const CUgraphEdgeData*>(edges), count,
+                                                               flags));
+}
+
+}  // namespace
 
 // The driver's parameters for the runtime's; the node types whose layouts match are copied as they are.
 cudaError_t driver_node_params(const cudaGraphNodeParams& params, CUgraphNodeParams* out) noexcept {
@@ -75,10 +94,12 @@ cudaError_t driver_node_params(const cudaGraphNodeParams& params, CUgraphNodePar
     case cudaGraphNodeTypeEventRecord:
     case cudaGraphNodeTypeMemAlloc:
     case cudaGraphNodeTypeMemFree:
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+    case cudaGraphNodeTypeExtSemaphoreWait:
       std::memcpy(out, &params, sizeof(*out));
       return cudaSuccess;
     default:
-      return cudaErrorInvalidValue;  // external semaphores: the runtime has none
+      return cudaErrorInvalidValue;
   }
 }
 
@@ -89,22 +110,6 @@ void copy_outputs(const CUgraphNodeParams& driver, cudaGraphNodeParams* params) 
   if (params->type == cudaGraphNodeTypeMemAlloc) params->alloc.dptr = reinterpret_cast<void*>(driver.alloc.dptr);
 }
 
-cudaError_t capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
-                             const cudaGraphEdgeData* edges, std::size_t count, cudaStreamCaptureMode mode,
-                             bool per_thread) noexcept {
-  STREAMPOOL_WITH_CONTEXT(cuStreamBeginCaptureToGraph(driver_stream(stream, per_thread), graph, dependencies,
-                                                      reinterpret_cast<const CUgraphEdgeData*>(edges), count,
-                                                      static_cast<CUstreamCaptureMode>(mode)));
-}
-
-cudaError_t update_dependencies(cudaStream_t stream, cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
-                                std::size_t count, unsigned flags, bool per_thread) noexcept {
-  STREAMPOOL_WITH_CONTEXT(cuStreamUpdateCaptureDependencies_v2(driver_stream(stream, per_thread), dependencies,
-                                                               reinterpret_cast<const CUgraphEdgeData*>(edges), count,
-                                                               flags));
-}
-
-}  // namespace
 }  // namespace streampool::runtime
 
 using namespace streampool::runtime;

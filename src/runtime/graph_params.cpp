@@ -27,10 +27,8 @@ void side(const cudaPitchedPtr& pointer, const cudaPos& position, bool host, CUm
 }  // namespace
 
 cudaError_t driver_kernel_params(const KernelLaunchShape& shape, CUDA_KERNEL_NODE_PARAMS* out) noexcept {
-  Kernel* kernel = find_kernel(shape.func);
-  if (kernel == nullptr) return kUnknownKernel;
   CUfunction function = nullptr;
-  if (const cudaError_t error = kernel_function(kernel, &function); error != cudaSuccess) return error;
+  if (const cudaError_t error = resolve_function(shape.func, &function); error != cudaSuccess) return error;
   *out = CUDA_KERNEL_NODE_PARAMS{};
   out->func = function;
   out->gridDimX = shape.grid.x;
@@ -113,6 +111,54 @@ CUDA_MEMSET_NODE_PARAMS driver_memset(const cudaMemsetParams& params) noexcept {
   converted.width = params.width;
   converted.height = params.height;
   return converted;
+}
+
+namespace {
+
+// One side of a driver copy back as the runtime's: an array (x from bytes to elements), or a pointer.
+cudaError_t side_back(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, std::size_t x,
+                      std::size_t y, std::size_t z, std::size_t pitch, std::size_t height, std::size_t width_bytes,
+                      cudaArray_t* array_out, cudaPos* position, cudaPitchedPtr* pointer, std::size_t* element) noexcept {
+  if (type == CU_MEMORYTYPE_ARRAY) {
+    CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+    if (cuArray3DGetDescriptor(&descriptor, array) != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+    *element = element_bytes(descriptor.Format, descriptor.NumChannels);
+    if (*element == 0) return cudaErrorInvalidValue;
+    *array_out = reinterpret_cast<cudaArray_t>(array);
+    *position = cudaPos{x / *element, y, z};
+    return cudaSuccess;
+  }
+  void* address = type == CU_MEMORYTYPE_HOST ? const_cast<void*>(host) : reinterpret_cast<void*>(device);
+  *pointer = cudaPitchedPtr{address, pitch, width_bytes, height};
+  *position = cudaPos{x, y, z};
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t runtime_copy_3d(const CUDA_MEMCPY3D& copy, cudaMemcpy3DParms* out) noexcept {
+  *out = cudaMemcpy3DParms{};
+  std::size_t element = 1;
+  if (const cudaError_t error =
+          side_back(copy.srcMemoryType, copy.srcHost, copy.srcDevice, copy.srcArray, copy.srcXInBytes, copy.srcY,
+                    copy.srcZ, copy.srcPitch, copy.srcHeight, copy.WidthInBytes, &out->srcArray, &out->srcPos,
+                    &out->srcPtr, &element);
+      error != cudaSuccess) {
+    return error;
+  }
+  if (const cudaError_t error =
+          side_back(copy.dstMemoryType, copy.dstHost, copy.dstDevice, copy.dstArray, copy.dstXInBytes, copy.dstY,
+                    copy.dstZ, copy.dstPitch, copy.dstHeight, copy.WidthInBytes, &out->dstArray, &out->dstPos,
+                    &out->dstPtr, &element);
+      error != cudaSuccess) {
+    return error;
+  }
+  out->extent = cudaExtent{copy.WidthInBytes / element, copy.Height, copy.Depth};
+  const bool src_host = copy.srcMemoryType == CU_MEMORYTYPE_HOST;
+  const bool dst_host = copy.dstMemoryType == CU_MEMORYTYPE_HOST;
+  out->kind = src_host ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
+                       : (dst_host ? cudaMemcpyDeviceToHost : cudaMemcpyDefault);
+  return cudaSuccess;
 }
 
 CUcontext current_context() noexcept {

@@ -4,8 +4,27 @@
 
 #include "api.hpp"
 
+extern "C" {
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
+                                         cudaDriverEntryPointQueryResult* driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  cudaDriverEntryPointQueryResult* driverStatus);
+}
+
 namespace streampool::runtime {
 namespace {
+
+static_assert(static_cast<int>(cudaEnableLegacyStream) == static_cast<int>(CU_GET_PROC_ADDRESS_LEGACY_STREAM) &&
+              static_cast<int>(cudaEnablePerThreadDefaultStream) ==
+                  static_cast<int>(CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
+
+// The per-thread forms (what a program built with --default-stream per-thread calls) answer the
+// per-thread variants (cuMemcpyAsync_ptsz ...) for the default search, as that program's own calls
+// would be; an explicit legacy or per-thread flag is kept.
+unsigned long long per_thread_flags(unsigned long long flags) noexcept {
+  return flags == cudaEnableDefault ? static_cast<unsigned long long>(cudaEnablePerThreadDefaultStream) : flags;
+}
 
 cudaError_t entry_point(const char* symbol, void** function, int version, unsigned long long flags,
                         cudaDriverEntryPointQueryResult* status) noexcept {
@@ -36,6 +55,17 @@ CUDART_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, v
                                                            unsigned long long flags,
                                                            cudaDriverEntryPointQueryResult* driverStatus) {
   return entry_point(symbol, funcPtr, static_cast<int>(cudaVersion), flags, driverStatus);
+}
+
+CUDART_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
+                                                       cudaDriverEntryPointQueryResult* driverStatus) {
+  return entry_point(symbol, funcPtr, CUDART_VERSION, per_thread_flags(flags), driverStatus);
+}
+
+CUDART_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
+                                                                unsigned int cudaVersion, unsigned long long flags,
+                                                                cudaDriverEntryPointQueryResult* driverStatus) {
+  return entry_point(symbol, funcPtr, static_cast<int>(cudaVersion), per_thread_flags(flags), driverStatus);
 }
 
 CUDART_EXPORT cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {

@@ -16,6 +16,7 @@ struct Registry {
   std::unordered_map<const void*, Kernel*> kernels_by_host;
   std::unordered_map<const void*, Variable*> variables_by_host;
   std::vector<const Kernel*> kernels;  // sorted: validates cudaKernel_t handles
+  std::unordered_map<const void*, CUlibrary> library_kernels;  // CUkernel -> the library it came from
 };
 
 // Never destroyed: unregistration at exit may run after other static destructors.
@@ -154,6 +155,19 @@ Kernel* find_kernel(const void* function) noexcept {
   return nullptr;
 }
 
+const void* host_function_of(CUfunction function) noexcept {
+  if (function == nullptr) return nullptr;
+  Registry& reg = registry();
+  std::shared_lock lock(reg.mutex);
+  for (const auto& [host, kernel] : reg.kernels_by_host) {
+    std::lock_guard kernel_lock(kernel->mutex);
+    for (const auto& [owner, handle] : kernel->functions) {
+      if (handle == function) return host;
+    }
+  }
+  return nullptr;
+}
+
 cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept {
   try {
     CUcontext context = nullptr;
@@ -181,6 +195,43 @@ cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept {
   }
 }
 
+void register_library_kernels(CUlibrary library, const CUkernel* kernels, std::size_t count) noexcept {
+  try {
+    Registry& reg = registry();
+    std::unique_lock lock(reg.mutex);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (kernels[i] != nullptr) reg.library_kernels[kernels[i]] = library;
+    }
+  } catch (...) {
+    // Out of memory: the kernel stays unknown to launches, which then answer kUnknownKernel.
+  }
+}
+
+void forget_library(CUlibrary library) noexcept {
+  Registry& reg = registry();
+  {
+    std::unique_lock lock(reg.mutex);
+    std::erase_if(reg.library_kernels, [library](const auto& entry) { return entry.second == library; });
+  }
+  g_generation.fetch_add(1, std::memory_order_acq_rel);  // a cached function of the library is gone
+}
+
+bool is_library_kernel(const void* key) noexcept {
+  if (key == nullptr) return false;
+  Registry& reg = registry();
+  std::shared_lock lock(reg.mutex);
+  return reg.library_kernels.contains(key);
+}
+
+cudaError_t resolve_function(const void* key, CUfunction* function) noexcept {
+  Kernel* kernel = find_kernel(key);
+  if (kernel == nullptr && !is_library_kernel(key)) return kUnknownKernel;
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
+  if (kernel != nullptr) return kernel_function(kernel, function);
+  const CUresult result = cuKernelGetFunction(function, static_cast<CUkernel>(const_cast<void*>(key)));
+  return result == CUDA_SUCCESS ? cudaSuccess : to_runtime_error(result);
+}
+
 cudaError_t launch_function(const void* key, CUfunction* function) noexcept {
   CUcontext context = nullptr;
   if (context_ready() && cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) [[likely]] {
@@ -193,10 +244,7 @@ cudaError_t launch_function(const void* key, CUfunction* function) noexcept {
   }
   // The first launch of this kernel by this thread in this context, or the context is not ready yet.
   const unsigned generation = g_generation.load(std::memory_order_acquire);
-  Kernel* kernel = find_kernel(key);
-  if (kernel == nullptr) return kUnknownKernel;
-  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return error;
-  if (const cudaError_t error = kernel_function(kernel, function); error != cudaSuccess) return error;
+  if (const cudaError_t error = resolve_function(key, function); error != cudaSuccess) return error;
   if (cuCtxGetCurrent(&context) == CUDA_SUCCESS && context != nullptr) {
     launch_cache_slot(key) = LaunchCacheEntry{key, context, *function, generation};
   }

@@ -47,6 +47,10 @@ void unregister_fat_binary(FatBinary* binary) noexcept;
 
 // The kernel a launch names: a host stub's address, or a cudaKernel_t we handed out. nullptr: unknown.
 Kernel* find_kernel(const void* function) noexcept;
+// The host stub of the kernel whose function (in any context) is `function`; nullptr when no
+// registered kernel has it (a function of a module the program loaded itself). A linear walk: graph
+// node queries only.
+const void* host_function_of(CUfunction function) noexcept;
 // What naming no kernel answers: cudart 13 takes a pointer that is no registered stub for a
 // cudaKernel_t handle, so an unknown one is an invalid handle (measured with NVIDIA's cudart 13
 // on driver 580 for cudaLaunchKernel and cudaFuncGetAttributes), not InvalidDeviceFunction.
@@ -59,6 +63,15 @@ cudaError_t kernel_function(Kernel* kernel, CUfunction* function) noexcept;
 // per-thread cache that registration and resets invalidate. Errors as find_kernel (unknown:
 // kUnknownKernel, checked before the context), ensure_context and kernel_function.
 cudaError_t launch_function(const void* key, CUfunction* function) noexcept;
+// Kernels of libraries the program loaded (cudaLibraryGetKernel, cudaLibraryEnumerateKernels): their
+// CUkernel is the cudaKernel_t, accepted wherever a kernel is named; forgotten when the library is
+// unloaded (which makes every launch cache stale).
+void register_library_kernels(CUlibrary library, const CUkernel* kernels, std::size_t count) noexcept;
+void forget_library(CUlibrary library) noexcept;
+bool is_library_kernel(const void* key) noexcept;
+// The function `key` (a host stub, a cudaKernel_t of a registered kernel or of a loaded library)
+// names in the current context, making the context ready first; kUnknownKernel for anything else.
+cudaError_t resolve_function(const void* key, CUfunction* function) noexcept;
 // A registered variable's address and size in the current context.
 cudaError_t variable_address(const void* symbol, CUdeviceptr* address, std::size_t* size) noexcept;
 // Loads a fat binary in the current context and points its managed variables at their memory.

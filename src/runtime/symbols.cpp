@@ -6,6 +6,10 @@
 #include "registry.hpp"
 
 extern "C" {
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
+                                    cudaMemcpyKind kind);
+cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count, size_t offset,
                                          cudaMemcpyKind kind, cudaStream_t stream);
 cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count, size_t offset,
@@ -38,8 +42,8 @@ cudaError_t symbol_copy(bool to_symbol, void* memory, const void* symbol, size_t
   if (count == 0) return cudaSuccess;
   const CUdeviceptr dst = to_symbol ? target : unified_address(memory);
   const CUdeviceptr src = to_symbol ? unified_address(memory) : target;
-  return finish(asynchronous ? cuMemcpyAsync(dst, src, count, driver_stream(stream, per_thread))
-                             : cuMemcpy(dst, src, count));
+  if (asynchronous) return finish(cuMemcpyAsync(dst, src, count, driver_stream(stream, per_thread)));
+  return finish(per_thread ? cuMemcpy_ptds(dst, src, count) : cuMemcpy(dst, src, count));
 }
 
 }  // namespace
@@ -51,10 +55,18 @@ CUDART_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src
                                              cudaMemcpyKind kind) {
   return symbol_copy(true, const_cast<void*>(src), symbol, count, offset, kind, nullptr, false, false);
 }
+CUDART_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
+                                                  cudaMemcpyKind kind) {
+  return symbol_copy(true, const_cast<void*>(src), symbol, count, offset, kind, nullptr, false, true);
+}
 
 CUDART_EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                                cudaMemcpyKind kind) {
   return symbol_copy(false, dst, symbol, count, offset, kind, nullptr, false, false);
+}
+CUDART_EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
+                                                    cudaMemcpyKind kind) {
+  return symbol_copy(false, dst, symbol, count, offset, kind, nullptr, false, true);
 }
 
 CUDART_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,

@@ -1,6 +1,7 @@
-// Texture objects over linear memory, pitched memory and arrays, surface objects over arrays, and
-// channel descriptors. Texel formats translate through channel_format.hpp. Mipmapped arrays and
-// resource views are not there (cudaErrorInvalidValue).
+// Texture objects over linear memory, pitched memory, arrays and mipmapped arrays, surface objects
+// over arrays, their descriptions read back, and channel descriptors. Texel formats translate
+// through channel_format.hpp. Resource views at creation are not there (cudaErrorInvalidValue); a
+// texture object's view is read back as the driver has it.
 #include <cstring>
 
 #include "api.hpp"
@@ -46,8 +47,23 @@ cudaError_t driver_resource(const cudaResourceDesc& resource, CUDA_RESOURCE_DESC
       out->res.array.hArray = array;
       break;
     }
+    case cudaResourceTypeMipmappedArray: {
+      // The texels' kind is that of the first level.
+      auto* mipmap = reinterpret_cast<CUmipmappedArray>(resource.res.mipmap.mipmap);
+      if (mipmap == nullptr) return cudaErrorInvalidValue;
+      CUarray level = nullptr;
+      CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+      if (cuMipmappedArrayGetLevel(&level, mipmap, 0) != CUDA_SUCCESS ||
+          cuArray3DGetDescriptor(&descriptor, level) != CUDA_SUCCESS) {
+        return cudaErrorInvalidResourceHandle;
+      }
+      format.integer = runtime_format(descriptor.Format, descriptor.NumChannels).f != cudaChannelFormatKindFloat;
+      out->resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+      out->res.mipmap.hMipmappedArray = mipmap;
+      break;
+    }
     default:
-      return cudaErrorInvalidValue;  // mipmapped arrays: not there
+      return cudaErrorInvalidValue;
   }
   out->flags = resource.flags;
   *integer = format.integer;
@@ -75,10 +91,129 @@ CUDA_TEXTURE_DESC driver_texture(const cudaTextureDesc& texture, bool integer) n
   return out;
 }
 
+// The driver's resource description back as the runtime's.
+cudaError_t runtime_resource(const CUDA_RESOURCE_DESC& resource, cudaResourceDesc* out) noexcept {
+  *out = cudaResourceDesc{};
+  switch (resource.resType) {
+    case CU_RESOURCE_TYPE_ARRAY:
+      out->resType = cudaResourceTypeArray;
+      out->res.array.array = reinterpret_cast<cudaArray_t>(resource.res.array.hArray);
+      break;
+    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+      out->resType = cudaResourceTypeMipmappedArray;
+      out->res.mipmap.mipmap = reinterpret_cast<cudaMipmappedArray_t>(resource.res.mipmap.hMipmappedArray);
+      break;
+    case CU_RESOURCE_TYPE_LINEAR:
+      out->resType = cudaResourceTypeLinear;
+      out->res.linear.devPtr = reinterpret_cast<void*>(resource.res.linear.devPtr);
+      out->res.linear.desc = runtime_format(resource.res.linear.format, resource.res.linear.numChannels);
+      out->res.linear.sizeInBytes = resource.res.linear.sizeInBytes;
+      break;
+    case CU_RESOURCE_TYPE_PITCH2D:
+      out->resType = cudaResourceTypePitch2D;
+      out->res.pitch2D.devPtr = reinterpret_cast<void*>(resource.res.pitch2D.devPtr);
+      out->res.pitch2D.desc = runtime_format(resource.res.pitch2D.format, resource.res.pitch2D.numChannels);
+      out->res.pitch2D.width = resource.res.pitch2D.width;
+      out->res.pitch2D.height = resource.res.pitch2D.height;
+      out->res.pitch2D.pitchInBytes = resource.res.pitch2D.pitchInBytes;
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  out->flags = resource.flags;
+  return cudaSuccess;
+}
+
+// The driver's texture description back as the runtime's: integer texels the driver reads as
+// integers are read in their element type, others as normalised floats; float texels in theirs.
+cudaTextureDesc runtime_texture(const CUDA_TEXTURE_DESC& texture, bool integer) noexcept {
+  cudaTextureDesc out{};
+  for (int dimension = 0; dimension < 3; ++dimension) {
+    out.addressMode[dimension] = static_cast<cudaTextureAddressMode>(texture.addressMode[dimension]);
+  }
+  out.filterMode = static_cast<cudaTextureFilterMode>(texture.filterMode);
+  out.readMode = integer && (texture.flags & CU_TRSF_READ_AS_INTEGER) == 0 ? cudaReadModeNormalizedFloat
+                                                                          : cudaReadModeElementType;
+  out.normalizedCoords = (texture.flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;
+  out.sRGB = (texture.flags & CU_TRSF_SRGB) != 0;
+  out.disableTrilinearOptimization = (texture.flags & CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION) != 0;
+  out.seamlessCubemap = (texture.flags & CU_TRSF_SEAMLESS_CUBEMAP) != 0;
+  out.maxAnisotropy = texture.maxAnisotropy;
+  out.mipmapFilterMode = static_cast<cudaTextureFilterMode>(texture.mipmapFilterMode);
+  out.mipmapLevelBias = texture.mipmapLevelBias;
+  out.minMipmapLevelClamp = texture.minMipmapLevelClamp;
+  out.maxMipmapLevelClamp = texture.maxMipmapLevelClamp;
+  std::memcpy(out.borderColor, texture.borderColor, sizeof(out.borderColor));
+  return out;
+}
+
 }  // namespace
 }  // namespace streampool::runtime
 
 using namespace streampool::runtime;
+
+CUDART_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(cudaResourceDesc* pResDesc, cudaTextureObject_t texObject) {
+  if (pResDesc == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  CUDA_RESOURCE_DESC resource{};
+  if (const CUresult result = cuTexObjectGetResourceDesc(&resource, texObject); result != CUDA_SUCCESS) {
+    return finish(result);
+  }
+  return finish(runtime_resource(resource, pResDesc));
+}
+
+CUDART_EXPORT cudaError_t cudaGetTextureObjectTextureDesc(cudaTextureDesc* pTexDesc, cudaTextureObject_t texObject) {
+  if (pTexDesc == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  CUDA_RESOURCE_DESC resource{};
+  CUDA_TEXTURE_DESC texture{};
+  if (const CUresult result = cuTexObjectGetResourceDesc(&resource, texObject); result != CUDA_SUCCESS) {
+    return finish(result);
+  }
+  if (const CUresult result = cuTexObjectGetTextureDesc(&texture, texObject); result != CUDA_SUCCESS) {
+    return finish(result);
+  }
+  cudaResourceDesc runtime{};
+  bool integer = false;
+  if (runtime_resource(resource, &runtime) == cudaSuccess) {
+    CUDA_RESOURCE_DESC checked;
+    if (driver_resource(runtime, &checked, &integer) != cudaSuccess) integer = false;
+  }
+  *pTexDesc = runtime_texture(texture, integer);
+  return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaGetTextureObjectResourceViewDesc(cudaResourceViewDesc* pResViewDesc,
+                                                               cudaTextureObject_t texObject) {
+  if (pResViewDesc == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  CUDA_RESOURCE_VIEW_DESC view{};
+  if (const CUresult result = cuTexObjectGetResourceViewDesc(&view, texObject); result != CUDA_SUCCESS) {
+    return finish(result);
+  }
+  static_assert(static_cast<int>(cudaResViewFormatUnsignedBlockCompressed7) ==
+                static_cast<int>(CU_RES_VIEW_FORMAT_UNSIGNED_BC7));
+  *pResViewDesc = cudaResourceViewDesc{};
+  pResViewDesc->format = static_cast<cudaResourceViewFormat>(view.format);
+  pResViewDesc->width = view.width;
+  pResViewDesc->height = view.height;
+  pResViewDesc->depth = view.depth;
+  pResViewDesc->firstMipmapLevel = view.firstMipmapLevel;
+  pResViewDesc->lastMipmapLevel = view.lastMipmapLevel;
+  pResViewDesc->firstLayer = view.firstLayer;
+  pResViewDesc->lastLayer = view.lastLayer;
+  return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(cudaResourceDesc* pResDesc, cudaSurfaceObject_t surfObject) {
+  if (pResDesc == nullptr) return finish(cudaErrorInvalidValue);
+  if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
+  CUDA_RESOURCE_DESC resource{};
+  if (const CUresult result = cuSurfObjectGetResourceDesc(&resource, surfObject); result != CUDA_SUCCESS) {
+    return finish(result);
+  }
+  return finish(runtime_resource(resource, pResDesc));
+}
 
 CUDART_EXPORT cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, cudaChannelFormatKind f) {
   return cudaChannelFormatDesc{x, y, z, w, f};

@@ -59,7 +59,7 @@ class ElfTest(unittest.TestCase):
             handle.write("cudaMallocAsync\ncudaGraphicsMapResources\n")
         label, needed = cudart_coverage.read_needed(f"PyTorch={handle.name}")
         os.unlink(handle.name)
-        ours = cudart_coverage.exported(LIBRARY)
+        ours = cudart_coverage.exported(LIBRARY) - {"cudaGraphicsMapResources"}
         nvidia = ours | {"cudaGraphicsMapResources"}
         lines, _, _ = cudart_coverage.coverage_lines(nvidia, ours, [(label, needed)])
         self.assertIn("**PyTorch** imports 2 functions of `libcudart.so.13`; streampool exports 1, "
@@ -67,6 +67,18 @@ class ElfTest(unittest.TestCase):
         self.assertIn("| `cudaGraphicsMapResources` | — | yes |", lines)
         self.assertIn("| `cudaMallocAsync` | yes | yes |", lines)
         self.assertIn("| `cudaFree` | yes |  |", lines)
+
+    def test_coverage_marks_functions_without_a_driver_counterpart_as_not_supported(self):
+        ours = cudart_coverage.exported(LIBRARY)
+        nvidia = set(ours)
+        lines, _, _ = cudart_coverage.coverage_lines(nvidia, ours, [], {"cudaFree"})
+        self.assertIn("| `cudaFree` | not supported (no driver counterpart) |", lines)
+        self.assertIn("| `cudaMallocAsync` | yes |", lines)
+        self.assertTrue(any("1 of them only answer `cudaErrorNotSupported`" in line for line in lines))
+
+    def test_the_not_supported_list_names_only_functions_the_runtime_exports(self):
+        listed = cudart_coverage.read_names(cudart_coverage.NOT_SUPPORTED)
+        self.assertEqual(sorted(listed - cudart_coverage.exported(LIBRARY)), [])
 
 
 if __name__ == "__main__":
