@@ -11,7 +11,7 @@
 #
 #   OUT=... tools/gpu/control_insight_check.sh [BUILD_DIR [STEP...]]
 # STEPs (default: all, in this order): capture-race group cap export package oom leaks nvtx
-# pluggable kills. The build is incremental, so the steps can be split over calls that keep BUILD_DIR.
+# pluggable kills cudart (the runtime conformance suite against both runtimes). The build is incremental, so the steps can be split over calls that keep BUILD_DIR.
 set -u
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo" || exit 2
@@ -19,7 +19,7 @@ out=${OUT:?set OUT}
 build=${1:-build-gpu}
 shift || true
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(capture-race group cap export package oom leaks nvtx pluggable kills)
+[ ${#steps[@]} -gt 0 ] || steps=(capture-race group cap export package oom leaks nvtx pluggable kills cudart)
 logs=$out/logs
 mkdir -p "$logs"
 summary=$out/summary.txt
@@ -49,6 +49,7 @@ for step in "${steps[@]}"; do
     nvtx) run_step nvtx 150 env BUILD="$build" tools/gpu/nvtx_check.sh "$logs/nvtx" ;;
     pluggable) run_step pluggable 200 env BUILD="$build" tools/gpu/pluggable_check.sh "$logs/pluggable" ;;
     kills) run_step kills 120 tools/gpu/group_kills.sh "$build" 8 10000 ;;
+    cudart) mkdir -p "$logs/cudart" && run_step cudart 300 env OUT="$logs/cudart" tools/gpu/cudart_conformance.sh "$build" ;;
     *) echo "unknown step $step" >>"$summary" ;;
   esac
 done
