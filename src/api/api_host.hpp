@@ -21,5 +21,7 @@ int host_stats(streampool_stats* totals, streampool_pool_stats* pools, size_t ca
 bool host_limit_info(int device, streampool_device_limit* info) noexcept;
 // The JSON report. May throw.
 std::string host_stats_json();
+// The leak report (STREAMPOOL_LEAKS) as JSON. May throw.
+std::string host_leak_report_json();
 
 }  // namespace streampool::api

@@ -42,6 +42,27 @@ STREAMPOOL_API_EXPORT int streampool_get_stats(streampool_stats* totals, streamp
   }
 }
 
+namespace {
+
+int copy_report(const std::string& report, char* buffer, size_t size) {
+  if (buffer != nullptr && size > 0) {
+    const std::size_t copied = report.size() < size - 1 ? report.size() : size - 1;
+    std::memcpy(buffer, report.data(), copied);
+    buffer[copied] = '\0';
+  }
+  return static_cast<int>(report.size());
+}
+
+}  // namespace
+
+STREAMPOOL_API_EXPORT int streampool_leak_report(char* buffer, size_t size) {
+  try {
+    return copy_report(streampool::api::host_leak_report_json(), buffer, size);
+  } catch (...) {
+    return -1;
+  }
+}
+
 STREAMPOOL_API_EXPORT int streampool_stats_json(char* buffer, size_t size) {
   try {
     const std::string report = streampool::api::host_stats_json();
