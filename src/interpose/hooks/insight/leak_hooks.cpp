@@ -26,6 +26,7 @@ std::atomic<int> leak_mode{-1};
 namespace {
 
 std::atomic<insight::LeakLedger*> ledger_instance{nullptr};
+constinit thread_local int repeated_free_depth = 0;
 std::atomic<pid_t> report_owner{0};
 
 // The base of the object these hooks live in (libstreampool.so or libstreampool_cudart.so): its
@@ -230,8 +231,12 @@ void free_ended(const FreeCheck& check, CUresult route_result, CUdevice stream_d
   } catch (...) {
     return;
   }
+  if (repeated_free_depth > 0) return;  // the same free, asked again (RepeatedFree)
   report_bad_free(*current, event);
 }
+
+RepeatedFree::RepeatedFree() noexcept { ++repeated_free_depth; }
+RepeatedFree::~RepeatedFree() { --repeated_free_depth; }
 
 void stream_destroyed(CUstream stream) noexcept {
   insight::LeakLedger* current = ledger();

@@ -55,6 +55,16 @@ FreeCheck free_starts(CUdeviceptr address, CUstream stream) noexcept;
 // route_result: what resolving the stream answered; stream_device: its device where it succeeded.
 void free_ended(const FreeCheck& check, CUresult route_result, CUdevice stream_device, CUresult result) noexcept;
 
+// While one is alive on a thread, bad frees are neither counted nor reported again: the cudart
+// fast path hands a free the hooks refused to cudart's own function, which asks the hooks again.
+class RepeatedFree {
+ public:
+  RepeatedFree() noexcept;
+  ~RepeatedFree();
+  RepeatedFree(const RepeatedFree&) = delete;
+  RepeatedFree& operator=(const RepeatedFree&) = delete;
+};
+
 // A stream was destroyed (a later free on its handle is a free on a destroyed stream).
 void stream_destroyed(CUstream stream) noexcept;
 
