@@ -212,6 +212,16 @@ TEST(Leaks, WithTheModeOffNothingIsPrinted) {
   EXPECT_TRUE(lines_with(child.standard_error, "streampool").empty()) << child.standard_error;
 }
 
+TEST(Leaks, ASettingOtherThanZeroOrOneIsOneLineAndLeavesTheModeOff) {
+  const ChildRun child = run_child("DriverTest.DISABLED_LeaksFromTwoSites", {"STREAMPOOL_LEAKS=yes"});
+  ASSERT_EQ(child.exit_status, 0) << child.standard_error;
+  const std::vector<std::string> lines = lines_with(child.standard_error, "streampool");
+  ASSERT_EQ(lines.size(), 1U) << child.standard_error;
+  EXPECT_NE(lines[0].find("streampool: warn: STREAMPOOL_LEAKS=yes is not 0 or 1: the leak check stays off"),
+            std::string::npos)
+      << lines[0];
+}
+
 // The bad-free lines of a child run with the mode, after checking that its frees returned what
 // they return without it.
 std::vector<std::string> bad_frees_of(const std::string& test_name, const std::vector<std::string>& environment = {}) {
