@@ -90,6 +90,8 @@ TEST_F(DriverTest, DISABLED_LeaksFromTwoSites) {
   ASSERT_NE(leaks_test_large_leak(stream), 0U);
   const CUdeviceptr freed = leaks_test_small_leak(stream);  // freed again: not in the report
   ASSERT_EQ(leaks_test_free(freed, stream), CUDA_SUCCESS);
+  const CUdeviceptr freed_at_once = leaks_test_small_leak(stream);  // cuMemFree: not in the report either
+  ASSERT_EQ(SP(cuMemFree_v2)(freed_at_once), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
   stream = nullptr;  // left alive: the report runs at exit
 }

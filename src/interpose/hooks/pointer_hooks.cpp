@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "call_counters.hpp"
+#include "insight/leak_hooks.hpp"
 #include "process_state.hpp"
 #include "driver/stream_registry.hpp"
 #include "ipc/ipc.hpp"
@@ -87,6 +88,7 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
     engine().commit(ticket);
     core::Status status = engine().free_completed(pointer);
     if (core::ok(status)) ipc::allocation_freed(dptr);
+    if (insight_hooks::leaks_on() && core::ok(status)) [[unlikely]] insight_hooks::freed_at_once(dptr);
     return to_cuda(status);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;

@@ -1,6 +1,7 @@
 #include "leak_hooks.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -28,6 +29,19 @@ namespace {
 std::atomic<insight::LeakLedger*> ledger_instance{nullptr};
 constinit thread_local int repeated_free_depth = 0;
 std::atomic<pid_t> report_owner{0};
+// The ledger a forked child left behind (its locks may be held by threads that did not survive
+// the fork), kept reachable.
+std::atomic<insight::LeakLedger*> abandoned_ledger{nullptr};
+
+// The child's pools start afresh (process_state.hpp), and so do its records: a fresh ledger, and
+// the exit report is the child's own.
+void child_after_fork() {
+  insight::LeakLedger* parent = ledger_instance.load(std::memory_order_acquire);
+  if (parent == nullptr) return;
+  abandoned_ledger.store(parent, std::memory_order_relaxed);
+  ledger_instance.store(new (std::nothrow) insight::LeakLedger(insight::LedgerLimits{}), std::memory_order_release);
+  report_owner.store(getpid(), std::memory_order_relaxed);
+}
 
 // The base of the object these hooks live in (libstreampool.so or libstreampool_cudart.so): its
 // frames are the allocator's own and are not shown.
@@ -61,7 +75,7 @@ bool write_all(int fd, const std::string& text) noexcept {
 
 void write_report_at_exit() {
   insight::LeakLedger* current = ledger();
-  // A forked child inherits the parent's ledger and handler: the allocations are the parent's.
+  // The process that made the ledger, or a forked child that made its own (child_after_fork).
   if (current == nullptr || getpid() != report_owner.load(std::memory_order_relaxed)) return;
   try {
     insight::ReportOptions options;
@@ -146,6 +160,7 @@ bool detail::read_leak_mode() noexcept {
     } else if (ledger_instance.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
       report_owner.store(getpid(), std::memory_order_relaxed);
       std::atexit(&write_report_at_exit);
+      pthread_atfork(nullptr, nullptr, &child_after_fork);
     } else {
       delete fresh;  // another thread's first call made it
     }
@@ -237,6 +252,18 @@ void free_ended(const FreeCheck& check, CUresult route_result, CUdevice stream_d
 
 RepeatedFree::RepeatedFree() noexcept { ++repeated_free_depth; }
 RepeatedFree::~RepeatedFree() { --repeated_free_depth; }
+
+void freed_at_once(CUdeviceptr address) noexcept {
+  insight::LeakLedger* current = ledger();
+  if (current == nullptr) return;
+  try {
+    insight::LiveAllocation live;
+    const auto pointer = static_cast<std::uintptr_t>(address);
+    if (current->begin_free(pointer, thread_id(), &live) == insight::LeakLedger::Claim::unknown) return;
+    current->end_free(pointer, thread_id(), true, capture_site(*current));
+  } catch (...) {
+  }
+}
 
 void stream_destroyed(CUstream stream) noexcept {
   insight::LeakLedger* current = ledger();

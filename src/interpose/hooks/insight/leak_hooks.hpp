@@ -55,6 +55,9 @@ FreeCheck free_starts(CUdeviceptr address, CUstream stream) noexcept;
 // route_result: what resolving the stream answered; stream_device: its device where it succeeded.
 void free_ended(const FreeCheck& check, CUresult route_result, CUdevice stream_device, CUresult result) noexcept;
 
+// cuMemFree of a pool allocation freed it (no classification: cuMemFree's own checks answered).
+void freed_at_once(CUdeviceptr address) noexcept;
+
 // While one is alive on a thread, bad frees are neither counted nor reported again: the cudart
 // fast path hands a free the hooks refused to cudart's own function, which asks the hooks again.
 class RepeatedFree {
