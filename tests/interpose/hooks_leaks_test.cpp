@@ -165,6 +165,25 @@ TEST_F(DriverTest, DISABLED_TwoThreadsFreeOnePointer) {
   EXPECT_EQ(successes.load(), kRounds);
 }
 
+TEST_F(DriverTest, DISABLED_ForksAChildThatLeaks) {
+  ASSERT_NE(leaks_test_large_leak(stream), 0U);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  const pid_t child = fork();
+  if (child == 0) {
+    // The child's streampool starts afresh (as CUDA does not survive a fork): a context of its own.
+    CUcontext context_here = nullptr;
+    CUstream stream_here = nullptr;
+    const bool ready = SP(cuDevicePrimaryCtxRetain)(&context_here, 0) == CUDA_SUCCESS &&
+                       SP(cuCtxSetCurrent)(context_here) == CUDA_SUCCESS &&
+                       SP(cuStreamCreate)(&stream_here, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+    std::exit(ready && leaks_test_small_leak(stream_here) != 0 ? 0 : 3);  // exit: the report runs
+  }
+  int status = -1;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  stream = nullptr;
+}
+
 // ---- the checks ----
 
 TEST(Leaks, TheExitReportGroupsLiveAllocationsBySiteMostBytesFirstWithSymbolNames) {
@@ -222,6 +241,16 @@ TEST(Leaks, ASettingOtherThanZeroOrOneIsOneLineAndLeavesTheModeOff) {
   EXPECT_NE(lines[0].find("streampool: warn: STREAMPOOL_LEAKS=yes is not 0 or 1: the leak check stays off"),
             std::string::npos)
       << lines[0];
+}
+
+TEST(Leaks, AForkedChildReportsOnlyWhatItAllocated) {
+  const ChildRun child = run_child("DriverTest.DISABLED_ForksAChildThatLeaks", {"STREAMPOOL_LEAKS=1"});
+  ASSERT_EQ(child.exit_status, 0) << child.standard_error;
+  const std::vector<std::string> totals = lines_with(child.standard_error, "still live at exit");
+  ASSERT_EQ(totals.size(), 2U) << child.standard_error;
+  // The forked child exits first.
+  EXPECT_NE(totals[0].find("leaks: 1 allocations (1024 bytes) still live"), std::string::npos) << totals[0];
+  EXPECT_NE(totals[1].find("leaks: 1 allocations (1048576 bytes) still live"), std::string::npos) << totals[1];
 }
 
 // The bad-free lines of a child run with the mode, after checking that its frees returned what
