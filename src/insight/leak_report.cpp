@@ -147,7 +147,21 @@ std::string describe_site(const CallSiteTable& table, SiteId site, unsigned fram
   std::string out;
   for (unsigned i = first; i < depth && i - first < frames_wanted; ++i) {
     if (i != first) out += " < ";
-    out += describe_frame(frames[i]);
+    const Frame frame = resolve(frames[i]);
+    if (!frame.symbol.empty()) {
+      out += frame.symbol;
+      out += '+';
+      out += hex(frame.symbol_offset);
+    } else if (!frame.object.empty()) {
+      const std::size_t slash = frame.object.rfind('/');
+      out += '(';
+      out += slash == std::string::npos ? frame.object : frame.object.substr(slash + 1);
+      out += '+';
+      out += hex(frame.object_offset);
+      out += ')';
+    } else {
+      out += hex(frame.address);
+    }
   }
   return out;
 }

@@ -30,7 +30,9 @@ std::string leak_report_json(const LeakLedger& ledger, const ReportOptions& opti
 
 // One frame as the reports show it.
 std::string describe_frame(std::uintptr_t address);
-// A site in one line: its first `frames` frames past the allocator's own, joined by " < ".
+// A site in one line: its first `frames` frames past the allocator's own, joined by " < ", each
+// by its symbol where it has one, else by its object's file name and offset (the JSON report has
+// both for every frame).
 std::string describe_site(const CallSiteTable& table, SiteId site, unsigned frames, const void* own_object);
 
 }  // namespace streampool::insight

@@ -93,6 +93,13 @@ TEST(LeakReport, BadFreesAreCountedByKindInBothReports) {
   EXPECT_NE(json.find("{\"kind\":\"double_free\",\"address\":\"0x1234\""), std::string::npos) << json;
 }
 
+TEST_F(TwoSites, ASiteInOneLineNamesItsFramesBySymbolWithoutTheirObjects) {
+  const std::string line = describe_site(ledger.sites(), 1, 2, nullptr);
+  EXPECT_EQ(line.rfind("insight_test_large_site+0x", 0), 0U) << line;
+  EXPECT_NE(line.find(" < "), std::string::npos) << line;
+  EXPECT_EQ(line.find("/insight_leak_tests"), std::string::npos) << line;
+}
+
 TEST(LeakReport, AnUnknownAddressShowsAsItsNumber) {
   EXPECT_EQ(describe_frame(0x10), "0x10");
 }

@@ -107,7 +107,7 @@ insight::SiteId capture_site(insight::LeakLedger& current) noexcept {
 }
 
 std::string site_text(insight::LeakLedger& current, insight::SiteId site) {
-  return insight::describe_site(current.sites(), site, 3, own_object());
+  return insight::describe_site(current.sites(), site, 4, own_object());
 }
 
 void report_bad_free(insight::LeakLedger& current, const insight::BadFreeEvent& event) noexcept {
