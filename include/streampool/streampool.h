@@ -78,6 +78,12 @@ int streampool_get_stats(streampool_stats* totals, streampool_pool_stats* pools,
  * without the NUL, as snprintf does: a value >= size means the buffer was too small. -1 on failure. */
 int streampool_stats_json(char* buffer, size_t size);
 
+/* The leak report (STREAMPOOL_LEAKS=1) as JSON, filled like streampool_stats_json: the live pool
+ * allocations grouped by call site, most bytes first ("sites", each with its frames: object, offset,
+ * symbol), those past the call-site limit ("other_sites"), and the bad frees seen, counted by kind
+ * and the first few in full. With the mode off, "enabled" is false and nothing is recorded. */
+int streampool_leak_report(char* buffer, size_t size);
+
 /* --- the process cap (STREAMPOOL_LIMIT) ------------------------------------------------------- */
 
 /* One device's share of the process cap. Set struct_size to sizeof(streampool_device_limit) before

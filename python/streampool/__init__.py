@@ -91,6 +91,23 @@ def stats():
     raise RuntimeError("streampool_stats_json: the report kept growing")
 
 
+def leaks():
+    """The leak report (STREAMPOOL_LEAKS=1) as a dict, from streampool_leak_report: "live" (allocations,
+    bytes, sites), "sites" (live allocations grouped by call site, most bytes first, each with its
+    "frames"), "other_sites", "bad_frees" (counted by kind) and "bad_free_events". "enabled" is False
+    when the mode is off."""
+    report = _need("streampool_leak_report", ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t])
+    for _ in range(4):  # the report may grow between the two calls
+        length = report(None, 0)
+        if length < 0:
+            raise RuntimeError("streampool_leak_report failed")
+        buffer = ctypes.create_string_buffer(length + 256)
+        written = report(buffer, len(buffer))
+        if 0 <= written < len(buffer):
+            return json.loads(buffer.value.decode())
+    raise RuntimeError("streampool_leak_report: the report kept growing")
+
+
 def _expand(path):
     """The trace path as the recorder names the file: %p the process id, %% a percent sign."""
     out = []

@@ -23,5 +23,7 @@ bool host_limit_info(int device, streampool_device_limit* info) noexcept;
 std::string host_stats_json();
 // The last out-of-memory report as JSON, empty when no allocation failed. May throw.
 std::string host_oom_report_json();
+// The leak report (STREAMPOOL_LEAKS) as JSON. May throw.
+std::string host_leak_report_json();
 
 }  // namespace streampool::api

@@ -56,6 +56,14 @@ int copy_report(const std::string& report, char* buffer, size_t size) noexcept {
 
 }  // namespace
 
+STREAMPOOL_API_EXPORT int streampool_leak_report(char* buffer, size_t size) {
+  try {
+    return copy_report(streampool::api::host_leak_report_json(), buffer, size);
+  } catch (...) {
+    return -1;
+  }
+}
+
 STREAMPOOL_API_EXPORT int streampool_stats_json(char* buffer, size_t size) {
   try {
     return copy_report(streampool::api::host_stats_json(), buffer, size);

@@ -17,6 +17,8 @@ class ReentryGuard {
 
   // True when this guard was created inside another streampool entry point on the same thread.
   [[nodiscard]] bool nested() const noexcept { return nested_; }
+  // True inside any streampool entry point on this thread (a guard is alive).
+  [[nodiscard]] static bool inside() noexcept { return depth_ > 0; }
 
  private:
   static inline constinit thread_local int depth_ __attribute__((tls_model("initial-exec"))) = 0;

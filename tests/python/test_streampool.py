@@ -123,6 +123,21 @@ class UnderStreampool(unittest.TestCase):
         self.assertTrue(report["explanation"])
         self.assertEqual(report["pools"][0]["handle"], report["pool"])
 
+    def test_leaks_reports_the_live_allocations_by_call_site_in_the_leak_mode(self):
+        # Off in this process: nothing recorded. A child with STREAMPOOL_LEAKS=1: its one live block.
+        self.assertFalse(streampool.leaks()["enabled"])
+        code = ("import cuda_calls, streampool\n"
+                "cuda = cuda_calls.Driver()\n"
+                "pointer = cuda.alloc(1 << 20, cuda.stream())\n"
+                "report = streampool.leaks()\n"
+                "print(report['enabled'], report['live']['allocations'], report['live']['bytes'],"
+                " len(report['sites']), report['sites'][0]['bytes'])\n")
+        result = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, STREAMPOOL_LEAKS="1"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.split(), ["True", "1", str(MiB), "1", str(MiB)])
+        self.assertIn("streampool: leaks: 1 allocations (1048576 bytes) still live at exit", result.stderr)
+
     def test_module_prints_the_pools(self):
         pointer = self.cuda.alloc(MiB, self.stream)
         result = subprocess.run([sys.executable, "-m", "streampool"], stdout=subprocess.PIPE, text=True, check=False)

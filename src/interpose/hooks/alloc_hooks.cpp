@@ -24,6 +24,7 @@
 #include "report/oom_report.hpp"
 #include "report/trace_points.hpp"
 #include "driver/stream_registry.hpp"
+#include "insight/leak_hooks.hpp"
 
 namespace streampool::interpose {
 
@@ -92,6 +93,7 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
     // Under compute-sanitizer (or STREAMPOOL_NVTX=1): the block a region of its pool's heap.
     if (insight_hooks::nvtx_enabled()) [[unlikely]] insight_hooks::nvtx_allocated(reinterpret_cast<std::uintptr_t>(address), bytes);
     trace_detail::served_pool = reinterpret_cast<std::uintptr_t>(pool);  // for the trace: one TLS store
+    if (insight_hooks::leaks_on()) [[unlikely]] insight_hooks::allocation_made(address, bytes, pool);
     return CUDA_SUCCESS;
   }
   *dptr = 0;
@@ -233,8 +235,8 @@ bool live_pool(core::Pool* pool) noexcept {
   }
 }
 
-[[gnu::always_inline]] inline CUresult free_async(Hook hook, FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
-                                                  bool per_thread) noexcept {
+[[gnu::always_inline]] inline CUresult free_async_unchecked(Hook hook, FreeEntry real_entry, CUdeviceptr dptr,
+                                                            CUstream stream, bool per_thread) noexcept {
   count_call(hook);
   HookScope scope;
   if (bypass(scope)) [[unlikely]] return forward(driver::real().*real_entry, dptr, stream);
@@ -264,6 +266,40 @@ bool live_pool(core::Pool* pool) noexcept {
     return free_not_taken(real_entry, dptr, stream, per_thread, CUDA_ERROR_INVALID_VALUE);
   }
   return status == core::Status::deinitialized ? CUDA_SUCCESS : to_cuda(status);
+}
+
+// STREAMPOOL_LEAKS=1: the same free, classified (insight/leak_hooks.hpp). The stream is resolved
+// apart from the free so that a refused stream is told from a refused pointer; the result is the
+// unchecked free's, unchanged.
+[[gnu::noinline]] CUresult free_async_checked(Hook hook, FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
+                                              bool per_thread) noexcept {
+  if (dptr == 0 || ReentryGuard::inside() || driver::passthrough_requested()) {
+    return free_async_unchecked(hook, real_entry, dptr, stream, per_thread);
+  }
+  driver::StreamRoute route;
+  CUresult route_result = CUDA_SUCCESS;
+  {
+    HookScope scope;
+    // Work on a capturing stream is the real driver's (graph memory): nothing to classify.
+    if (driver::captures_possible() && capture_forwards(stream, per_thread)) {
+      route_result = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else {
+      route_result = driver::resolve_stream(stream, per_thread, &route);
+    }
+  }
+  if (route_result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) {
+    return free_async_unchecked(hook, real_entry, dptr, stream, per_thread);
+  }
+  const insight_hooks::FreeCheck check = insight_hooks::free_starts(dptr, stream);
+  const CUresult result = free_async_unchecked(hook, real_entry, dptr, stream, per_thread);
+  insight_hooks::free_ended(check, route_result, route.device, result);
+  return result;
+}
+
+[[gnu::always_inline]] inline CUresult free_async(Hook hook, FreeEntry real_entry, CUdeviceptr dptr, CUstream stream,
+                                                  bool per_thread) noexcept {
+  if (insight_hooks::leaks_on()) [[unlikely]] return free_async_checked(hook, real_entry, dptr, stream, per_thread);
+  return free_async_unchecked(hook, real_entry, dptr, stream, per_thread);
 }
 
 }  // namespace

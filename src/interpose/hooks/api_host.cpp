@@ -1,5 +1,6 @@
 // The public C interface's view of libstreampool.so (src/api/api_host.hpp): the one process state
 // of the hooks and their call counters.
+#include "insight/leak_hooks.hpp"
 #include "api/api_host.hpp"
 
 #include "call_counters.hpp"
@@ -65,5 +66,6 @@ bool host_limit_info(int device, streampool_device_limit* info) noexcept {
 std::string host_stats_json() { return interpose::stats_json(); }
 
 std::string host_oom_report_json() { return interpose::last_oom_report_json(); }
+std::string host_leak_report_json() { return interpose::insight_hooks::leak_report_json(); }
 
 }  // namespace streampool::api

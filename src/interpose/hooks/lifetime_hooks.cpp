@@ -19,6 +19,7 @@
 #include "call_counters.hpp"
 #include "driver/device_context.hpp"
 #include "driver/stream_registry.hpp"
+#include "insight/leak_hooks.hpp"
 #include "process_state.hpp"
 #include "tracking.hpp"
 #include "report/trace_points.hpp"
@@ -60,7 +61,9 @@ CUresult stream_destroy(Hook hook, CUstream stream, RealCall real_call) noexcept
     }
     driver::forget_stream(stream);
   }
-  return real_call();
+  const CUresult result = real_call();
+  if (insight_hooks::leaks_on() && result == CUDA_SUCCESS) [[unlikely]] insight_hooks::stream_destroyed(stream);
+  return result;
 }
 
 template <class RealCall>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "call_counters.hpp"
+#include "insight/leak_hooks.hpp"
 #include "process_state.hpp"
 #include "driver/stream_registry.hpp"
 #include "ipc/ipc.hpp"
@@ -92,6 +93,7 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
     if (!core::ok(status) && registered_bytes != 0) {
       insight_hooks::nvtx_allocated(static_cast<std::uintptr_t>(dptr), registered_bytes);  // still the program's
     }
+    if (insight_hooks::leaks_on() && core::ok(status)) [[unlikely]] insight_hooks::freed_at_once(dptr);
     return to_cuda(status);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;

@@ -15,6 +15,7 @@
 #include "driver/cuda_compat.hpp"
 #include "driver/settings.hpp"
 #include "export.hpp"
+#include "hooks/insight/leak_hooks.hpp"
 #include "report/oom_report.hpp"
 
 namespace {
@@ -56,6 +57,11 @@ int serve_allocation(void** ptr, DriverAllocate driver_allocate, CudartCall cuda
 template <typename DriverFree, typename CudartCall>
 int serve_free(DriverFree driver_free, CudartCall cudart_call) {
   if (!streampool::driver::passthrough_requested() && driver_free() == CUDA_SUCCESS) return kCudaSuccess;
+  if (streampool::interpose::insight_hooks::leaks_on()) [[unlikely]] {
+    // The hooks have classified and reported this free already; cudart's function asks them again.
+    const streampool::interpose::insight_hooks::RepeatedFree repeated;
+    return cudart_call();
+  }
   return cudart_call();
 }
 
