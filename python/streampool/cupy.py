@@ -31,22 +31,27 @@ class Allocator:
         self._lock = threading.Lock()
 
     def malloc(self, size, device):
-        stream = self._cupy.cuda.get_current_stream().ptr
+        # The stream object itself is kept with the pointer, not only its handle: a CuPy stream
+        # destroyed while a block of it is live would leave the free a dead handle, which NVIDIA's
+        # driver does not survive (the process ended in a segfault at exit on the GPU box). Kept,
+        # the stream lives until its last block is freed.
+        current = self._cupy.cuda.get_current_stream()
+        stream = current.ptr
         pointer = self._library.streampool_cupy_malloc(size, device, stream)
         if not pointer:
             if size == 0:
                 return 0
             raise self._cupy.cuda.memory.OutOfMemoryError(size, 0, 0)
         with self._lock:
-            self._streams[pointer] = stream
+            self._streams[pointer] = current
         return pointer
 
     def free(self, pointer, device):
         if not pointer:
             return
         with self._lock:
-            stream = self._streams.pop(pointer, 0)
-        self._library.streampool_cupy_free(pointer, device, stream)
+            current = self._streams.pop(pointer, None)
+        self._library.streampool_cupy_free(pointer, device, current.ptr if current is not None else 0)
 
 
 def use():

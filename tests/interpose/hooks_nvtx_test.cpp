@@ -4,6 +4,8 @@
 // every call. The main run has STREAMPOOL_NVTX=1; the runs with the mode off or decided by the
 // environment are children of this program with their own environment.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 #include <vector>
@@ -84,6 +86,16 @@ bool unregistered(const std::vector<Event>& list, CUdeviceptr address) {
                      [&](const Event& event) { return event.kind == kRegionUnregister && event.address == address; });
 }
 
+// Region registrations and unregistrations alone (a synchronisation may also trim, which
+// unregisters heaps).
+std::vector<Event> region_events(const std::vector<Event>& list) {
+  std::vector<Event> regions;
+  for (const Event& event : list) {
+    if (event.kind == kRegionRegister || event.kind == kRegionUnregister) regions.push_back(event);
+  }
+  return regions;
+}
+
 class NvtxRegistration : public DriverTest {};
 
 TEST_F(NvtxRegistration, EachAllocationIsARegionOfItsExactAddressAndSizeInsideARegisteredHeap) {
@@ -104,17 +116,58 @@ TEST_F(NvtxRegistration, EachAllocationIsARegionOfItsExactAddressAndSizeInsideAR
   EXPECT_GT(events_since(mark).size(), 0u);
 }
 
-TEST_F(NvtxRegistration, FreeAsyncUnregistersTheRegionAtTheCall) {
+// Host function holding its stream until the test opens the gate.
+void CUDA_CB wait_for_gate(void* data) {
+  auto* gate = static_cast<std::atomic<bool>*>(data);
+  while (!gate->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST_F(NvtxRegistration, FreeAsyncUnregistersTheRegionWhenItsStreamReachesTheFree) {
+  // The work queued before the free may still use the block (a kernel in bounds is no error under
+  // memcheck): the region stays until the stream gets to the free.
   CUdeviceptr pointer = 0;
   ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 8192, stream), CUDA_SUCCESS);
+  std::atomic<bool> gate{false};
+  ASSERT_EQ(SP(cuLaunchHostFunc)(stream, wait_for_gate, &gate), CUDA_SUCCESS);
   const size_t mark = events().size();
 
   ASSERT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_FALSE(unregistered(events_since(mark), pointer)) << "unregistered while the work before the free is queued";
 
-  const std::vector<Event> after = events_since(mark);
+  gate = true;
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  const std::vector<Event> after = region_events(events_since(mark));
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].kind, kRegionUnregister);
   EXPECT_EQ(after[0].address, pointer);
+}
+
+TEST_F(NvtxRegistration, ABlockHandedOutBeforeItsFreeRanIsANewRegionTheLateUnregistrationLeavesAlone) {
+  CUdeviceptr first = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&first, 8192, stream), CUDA_SUCCESS);
+  std::atomic<bool> gate{false};
+  ASSERT_EQ(SP(cuLaunchHostFunc)(stream, wait_for_gate, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
+  const size_t mark = events().size();
+  CUdeviceptr second = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&second, 4096, stream), CUDA_SUCCESS);  // the same stream: reused at once
+  ASSERT_EQ(second, first);
+
+  gate = true;
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  // The old region went when the new one came; the free's late turn took nothing more.
+  const std::vector<Event> after = region_events(events_since(mark));
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0].kind, kRegionUnregister);
+  EXPECT_EQ(after[1].kind, kRegionRegister);
+  EXPECT_EQ(after[1].address, second);
+  EXPECT_EQ(after[1].bytes, 4096u);
+  ASSERT_EQ(SP(cuMemFreeAsync)(second, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  const std::vector<Event> last = region_events(events_since(mark));
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_EQ(last[2].kind, kRegionUnregister);
+  EXPECT_EQ(last[2].address, second);
 }
 
 TEST_F(NvtxRegistration, AllocFromPoolAndCuMemFreeOfAPoolBlockRegisterAndUnregister) {

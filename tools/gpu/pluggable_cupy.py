@@ -35,6 +35,16 @@ def main():
         check_sum = float(temporary.sum())
         del temporary
     check("churn", check_sum == 3.0 * 1024 * 1024, str(check_sum))
+    # A block outliving the program's last reference to its stream: freed after that, it must not
+    # hand the driver a destroyed stream.
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        outliving = cupy.ones(1 << 16, dtype=cupy.float32)
+    del side
+    total = float(outliving.sum())
+    del outliving
+    cupy.cuda.Device().synchronize()
+    check("block-outlives-its-stream", total == float(1 << 16), str(total))
     stats = streampool.cupy.memory_stats()
     print("stats " + " ".join(f"{key}={value}" for key, value in sorted(stats.items())), flush=True)
     check("served", streampool.active() and stats["allocation.all.allocated"] >= 50, str(stats))

@@ -220,19 +220,19 @@ bool live_pool(core::Pool* pool) noexcept {
   return error == CUDA_ERROR_DEINITIALIZED ? CUDA_SUCCESS : error;
 }
 
-// A free with NVTX registration on: the block's region goes before the engine can hand the block
-// to another thread's allocation, and comes back if the engine refuses the free.
-[[gnu::noinline]] core::Status free_registered(CUdeviceptr dptr, core::StreamKey key) {
+// A free with NVTX registration on: the block's region goes when its stream reaches the free (the
+// work queued before it may still use the block), named by its generation read before the engine
+// can hand the block to another thread's allocation.
+[[gnu::noinline]] core::Status free_registered(CUdeviceptr dptr, core::StreamKey key, CUstream stream,
+                                               bool per_thread) {
   const auto address = static_cast<std::uintptr_t>(dptr);
-  const std::size_t registered_bytes = insight_hooks::nvtx_freeing(address);
-  try {
-    const core::Status status = engine().free(reinterpret_cast<void*>(dptr), key);
-    if (!core::ok(status) && registered_bytes != 0) insight_hooks::nvtx_allocated(address, registered_bytes);
-    return status;
-  } catch (...) {
-    if (registered_bytes != 0) insight_hooks::nvtx_allocated(address, registered_bytes);
-    throw;
+  const std::uint64_t generation = insight_hooks::nvtx_region_generation(address);
+  const core::Status status = engine().free(reinterpret_cast<void*>(dptr), key);
+  if (core::ok(status)) {
+    insight_hooks::nvtx_freed_in_stream_order(address, generation,
+                                              per_thread && stream == nullptr ? CU_STREAM_PER_THREAD : stream);
   }
+  return status;
 }
 
 [[gnu::always_inline]] inline CUresult free_async_unchecked(Hook hook, FreeEntry real_entry, CUdeviceptr dptr,
@@ -253,7 +253,7 @@ bool live_pool(core::Pool* pool) noexcept {
   if (result != CUDA_SUCCESS) [[unlikely]] return free_not_taken(real_entry, dptr, stream, per_thread, result);
   core::Status status = core::Status::success;
   try {
-    status = insight_hooks::nvtx_enabled() ? free_registered(dptr, route->key)
+    status = insight_hooks::nvtx_enabled() ? free_registered(dptr, route->key, stream, per_thread)
                                      : engine().free(reinterpret_cast<void*>(dptr), route->key);
   } catch (...) {
     return CUDA_ERROR_UNKNOWN;

@@ -10,6 +10,7 @@
 #define NVTX_AS_SYSTEM_HEADER
 #include <nvtx3/nvToolsExtMem.h>
 
+#include "driver/driver_table.hpp"
 #include "driver/log.hpp"
 
 namespace streampool::interpose::insight_hooks {
@@ -132,8 +133,12 @@ class Registry {
   void add_region(std::uintptr_t address, std::size_t bytes) noexcept {
     if (bytes == 0) return;
     std::lock_guard lock(mutex_);
+    // A block freed in stream order and handed out again before its free executed is still the old
+    // region (its unregistration waits in the stream): the new allocation replaces it now, and the
+    // old one's unregistration, when its stream gets there, finds another generation and does nothing.
+    if (regions_.contains(address)) unregister_locked(address);
     try {
-      if (!regions_.emplace(address, bytes).second) return;
+      regions_.emplace(address, Region{bytes, ++generations_});
     } catch (...) {
       return;
     }
@@ -155,9 +160,38 @@ class Registry {
 
   std::size_t remove_region(std::uintptr_t address) noexcept {
     std::lock_guard lock(mutex_);
+    return unregister_locked(address);
+  }
+
+  // The region at `address` as it is now (0: none), for a stream-ordered unregistration.
+  std::uint64_t generation_of(std::uintptr_t address) noexcept {
+    std::lock_guard lock(mutex_);
+    auto region = regions_.find(address);
+    return region == regions_.end() ? 0 : region->second.generation;
+  }
+
+  // The region unregistered if it is still the one `generation` names.
+  void remove_region_of(std::uintptr_t address, std::uint64_t generation) noexcept {
+    std::lock_guard lock(mutex_);
+    auto region = regions_.find(address);
+    if (region != regions_.end() && region->second.generation == generation) unregister_locked(address);
+  }
+
+  void prepare() noexcept {
+    std::lock_guard lock(mutex_);
+    (void)domain();
+  }
+
+ private:
+  struct Region {
+    std::size_t bytes = 0;
+    std::uint64_t generation = 0;
+  };
+
+  std::size_t unregister_locked(std::uintptr_t address) noexcept {
     auto region = regions_.find(address);
     if (region == regions_.end()) return 0;
-    const std::size_t bytes = region->second;
+    const std::size_t bytes = region->second.bytes;
     regions_.erase(region);
     for_each_piece(address, bytes, [this](const Heap&, std::uintptr_t start, std::size_t) {
       nvtxMemRegionRef_t reference{};
@@ -174,12 +208,6 @@ class Registry {
     return bytes;
   }
 
-  void prepare() noexcept {
-    std::lock_guard lock(mutex_);
-    (void)domain();
-  }
-
- private:
   // The part of [address, address + bytes) in each registered heap, lowest first. A block lies
   // in one mapping unless it spans granules the pool mapped at different times.
   template <class Visit>
@@ -207,7 +235,8 @@ class Registry {
 
   std::mutex mutex_;
   std::map<std::uintptr_t, Heap> heaps_;
-  std::map<std::uintptr_t, std::size_t> regions_;
+  std::map<std::uintptr_t, Region> regions_;
+  std::uint64_t generations_ = 0;
   nvtxDomainHandle_t domain_ = nullptr;
   bool domain_made_ = false;
 };
@@ -265,6 +294,38 @@ class NvtxBacking final : public core::Backing {
 void nvtx_allocated(std::uintptr_t address, std::size_t bytes) noexcept { registry().add_region(address, bytes); }
 
 std::size_t nvtx_freeing(std::uintptr_t address) noexcept { return registry().remove_region(address); }
+
+namespace {
+
+struct QueuedUnregistration {
+  std::uintptr_t address;
+  std::uint64_t generation;
+};
+
+// Runs on the driver's callback thread once the stream reached the free: no CUDA call, only the
+// registry's lock and NVTX.
+void CUDA_CB unregister_in_stream_order(void* data) {
+  std::unique_ptr<QueuedUnregistration> queued(static_cast<QueuedUnregistration*>(data));
+  registry().remove_region_of(queued->address, queued->generation);
+}
+
+}  // namespace
+
+std::uint64_t nvtx_region_generation(std::uintptr_t address) noexcept {
+  return registry().generation_of(address);
+}
+
+void nvtx_freed_in_stream_order(std::uintptr_t address, std::uint64_t generation, CUstream stream) noexcept {
+  if (generation == 0) return;
+  const driver::DriverTable& table = driver::real();
+  auto queued = std::unique_ptr<QueuedUnregistration>(new (std::nothrow) QueuedUnregistration{address, generation});
+  if (queued != nullptr && table.cuLaunchHostFunc != nullptr &&
+      table.cuLaunchHostFunc(stream, &unregister_in_stream_order, queued.get()) == CUDA_SUCCESS) {
+    (void)queued.release();  // the host function deletes it
+    return;
+  }
+  registry().remove_region_of(address, generation);  // no host function: at the call, as before
+}
 
 void nvtx_mapped(std::uintptr_t address, std::size_t bytes) noexcept { registry().add_heap(address, bytes); }
 

@@ -25,6 +25,9 @@
 #include <memory>
 
 #include "core/backing.hpp"
+#include "driver/cuda_compat.hpp"  // before <cuda.h>
+
+#include <cuda.h>
 
 namespace streampool::interpose::insight_hooks {
 
@@ -54,6 +57,15 @@ void nvtx_allocated(std::uintptr_t address, std::size_t bytes) noexcept;
 // Before the engine takes a free: the region of `address`, if it is one, unregistered. Returns its
 // size (0: it was none), for nvtx_allocated to put it back should the engine refuse the free.
 std::size_t nvtx_freeing(std::uintptr_t address) noexcept;
+
+// cuMemFreeAsync's order: the region stays while the work queued before the free on its stream
+// runs (a kernel in bounds of its block there is no error), and goes when the stream reaches the
+// free, through a host function on that stream. The generation, read before the engine takes the
+// free, names the region as it was: a block handed out again before its stream reached the free
+// is a new region, which that late unregistration leaves alone. Without a host function (the
+// call refused) the region goes at once.
+std::uint64_t nvtx_region_generation(std::uintptr_t address) noexcept;
+void nvtx_freed_in_stream_order(std::uintptr_t address, std::uint64_t generation, CUstream stream) noexcept;
 
 // A mapping made outside any pool's backing (an imported block's) as a heap, and its end.
 void nvtx_mapped(std::uintptr_t address, std::size_t bytes) noexcept;
