@@ -361,11 +361,12 @@ core::Status make_exportable_backing(const core::PoolProps& props, std::shared_p
   return result == CUDA_ERROR_OUT_OF_MEMORY ? core::Status::out_of_memory : core::Status::not_supported;
 }
 
-core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept {
+core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out,
+                          bool chunks_only) noexcept {
   if (props.location_type == CU_MEM_LOCATION_TYPE_DEVICE && !valid_device(props.location_id)) {
     return core::Status::invalid_value;
   }
-  if (props.kind != core::PoolKind::managed && VmmBacking::create(props, out) == CUDA_SUCCESS) {
+  if (!chunks_only && props.kind != core::PoolKind::managed && VmmBacking::create(props, out) == CUDA_SUCCESS) {
     return core::Status::success;
   }
   try {

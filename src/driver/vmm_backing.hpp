@@ -93,9 +93,12 @@ class ChunkBacking final : public core::Backing {
   CUdevice context_device_;
 };
 
-// The backing for a pool: VMM where it can serve the pool, else whole chunks. invalid_value for a
-// pool no backing can serve (a device that does not exist).
-core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out) noexcept;
+// The backing for a pool: VMM where it can serve the pool, else whole chunks; whole chunks only
+// when `chunks_only` (NVTX registration: compute-sanitizer takes an NVTX heap only over memory
+// cuMemAlloc made, not over VMM mappings). invalid_value for a pool no backing can serve (a device
+// that does not exist).
+core::Status make_backing(const core::PoolProps& props, std::unique_ptr<core::Backing>* out,
+                          bool chunks_only = false) noexcept;
 // The backing of a pool with export handle types: VMM with shareable physical allocations, or
 // not_supported where the driver cannot create them (no chunk fallback: chunks cannot be shared).
 core::Status make_exportable_backing(const core::PoolProps& props, std::shared_ptr<GranuleTable>* granules,

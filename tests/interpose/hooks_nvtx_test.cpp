@@ -3,6 +3,8 @@
 // NVTX_INJECTION64_PATH sees them; here the tool is the fake injection (fake_nvtx/), which records
 // every call. The main run has STREAMPOOL_NVTX=1; the runs with the mode off or decided by the
 // environment are children of this program with their own environment.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -170,13 +172,31 @@ TEST_F(NvtxRegistration, ABlockHandedOutBeforeItsFreeRanIsANewRegionTheLateUnreg
   EXPECT_EQ(last[2].address, second);
 }
 
+TEST_F(NvtxRegistration, PoolsAreWholeChunksOfCuMemAllocWithTheModeOn) {
+  // compute-sanitizer takes an NVTX heap only over memory cuMemAlloc made (measured on the H200:
+  // it refuses VMM mappings and NVIDIA's own pool memory), so the mode backs pools with chunks.
+  using Counter = unsigned long long (*)(const char*);
+  auto counter = reinterpret_cast<Counter>(dlsym(hooks_test::fake_driver(), "streampool_fake_counter"));
+  ASSERT_NE(counter, nullptr);
+  const unsigned long long maps = counter("cuMemMap");
+  const unsigned long long chunks = counter("cuMemAlloc_v2");
+  CUmemoryPool pool = create_device_pool();
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, 3u << 20, pool, stream), CUDA_SUCCESS);
+  EXPECT_EQ(counter("cuMemMap"), maps);
+  EXPECT_GT(counter("cuMemAlloc_v2"), chunks);
+  ASSERT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
 TEST_F(NvtxRegistration, AllocFromPoolAndCuMemFreeOfAPoolBlockRegisterAndUnregister) {
   CUmemoryPool pool = create_device_pool();
   CUdeviceptr pointer = 0;
   const size_t mark = events().size();
 
   ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, 700, pool, stream), CUDA_SUCCESS);
-  EXPECT_EQ(registered_bytes_inside_heaps(events(), pointer, 700), 700u);
+  EXPECT_EQ(registered_bytes_inside_heaps(events_since(mark), pointer, 700), 700u);
   ASSERT_EQ(SP(cuMemFree_v2)(pointer), CUDA_SUCCESS);
 
   EXPECT_TRUE(unregistered(events_since(mark), pointer));
@@ -238,6 +258,8 @@ TEST_F(NvtxRegistration, SeveralThreadsEndBalancedWithEachAddressRegisteredBefor
     });
   }
   for (std::thread& thread : threads) thread.join();
+  // Frees in stream order unregister when their stream gets there: the shared stream's too.
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
 
   std::map<std::uintptr_t, int> registered;  // address -> 1 while registered
   int out_of_order = 0;

@@ -20,7 +20,7 @@ LocationPools::Entry* LocationPools::entry_locked(const Place& place, CUresult* 
   if (entry.default_pool == nullptr) {
     const core::PoolProps props = props_for(place);
     std::unique_ptr<core::Backing> backing;
-    core::Status status = driver::make_backing(props, &backing);
+    core::Status status = driver::make_backing(props, &backing, insight_hooks::nvtx_enabled());
     if (core::ok(status)) status = engine_.create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &entry.default_pool);
     if (!core::ok(status)) {
       entries_.erase(place);

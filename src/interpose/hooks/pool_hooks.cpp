@@ -142,7 +142,7 @@ CUresult pool_create(CUmemoryPool* pool_out, const CUmemPoolProps* pool_props) n
     std::unique_ptr<core::Backing> backing;
     std::shared_ptr<driver::GranuleTable> granules;  // exportable pools only
     core::Status status = props.handle_types != 0 ? driver::make_exportable_backing(props, &granules, &backing)
-                                                  : driver::make_backing(props, &backing);
+                                                  : driver::make_backing(props, &backing, insight_hooks::nvtx_enabled());
     if (!core::ok(status)) return to_cuda(status);
     core::Pool* pool = nullptr;
     status = engine().create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &pool);

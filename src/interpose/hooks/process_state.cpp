@@ -105,7 +105,7 @@ CUresult PoolDirectory::create_default(const core::PoolProps& props, std::atomic
     core::Pool* existing = default_slot.load(std::memory_order_acquire);
     if (existing == nullptr) {
       std::unique_ptr<core::Backing> backing;
-      core::Status status = driver::make_backing(props, &backing);
+      core::Status status = driver::make_backing(props, &backing, insight_hooks::nvtx_enabled());
       if (!core::ok(status)) return to_cuda(status);
       status = engine_.create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &existing);
       if (!core::ok(status)) return to_cuda(status);
