@@ -79,11 +79,14 @@ CUresult real_pool_like(const core::PoolProps& props, CUmemoryPool* real_pool) n
                                                 CUdeviceptr* dptr, CUstream stream, bool per_thread) noexcept {
   void* address = nullptr;
   core::Status status = core::Status::out_of_memory;
+  // Under compute-sanitizer (or STREAMPOOL_NVTX=1) each block is followed by a guard its region
+  // leaves out, so that a write past its end lands outside every region.
+  const std::size_t engine_bytes = insight_hooks::nvtx_enabled() ? insight_hooks::nvtx_guarded(bytes) : bytes;
   try {
-    status = engine().allocate(pool, bytes, key, &address);
+    status = engine().allocate(pool, engine_bytes, key, &address);
     // Over a cap: what the other pools of the device hold unused goes back, and it is tried once more.
     if (status == core::Status::out_of_memory && control_hooks::reclaim_for(pool)) [[unlikely]] {
-      status = engine().allocate(pool, bytes, key, &address);
+      status = engine().allocate(pool, engine_bytes, key, &address);
     }
   } catch (...) {
     status = core::Status::out_of_memory;
