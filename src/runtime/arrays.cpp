@@ -190,7 +190,8 @@ cudaError_t copy_arrays_2d(ArrayPlace dst, ArrayPlace src, std::size_t width, st
 cudaError_t copy_arrays_1d(ArrayPlace dst, ArrayPlace src, std::size_t count, cudaMemcpyKind kind,
                            bool per_thread) noexcept {
   if (!valid_kind(kind)) return finish(cudaErrorInvalidMemcpyDirection);
-  if (dst.array == nullptr || src.array == nullptr) return finish(cudaErrorInvalidValue);
+  // A missing array is a bad handle, as cudart answers, not a bad value.
+  if (dst.array == nullptr || src.array == nullptr) return finish(cudaErrorInvalidResourceHandle);
   if (count == 0) return cudaSuccess;
   if (const cudaError_t error = ensure_context(); error != cudaSuccess) return finish(error);
   const std::size_t dst_row = row_bytes(dst.array);

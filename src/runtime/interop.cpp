@@ -118,12 +118,14 @@ CUDART_EXPORT cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsReso
 }
 CUDART_EXPORT cudaError_t cudaGraphicsResourceGetMappedPointer(void** devPtr, size_t* size,
                                                                cudaGraphicsResource_t resource) {
+  if (resource == nullptr) return finish(cudaErrorInvalidResourceHandle);
   if (devPtr == nullptr || size == nullptr) return finish(cudaErrorInvalidValue);
   STREAMPOOL_WITH_CONTEXT(
       cuGraphicsResourceGetMappedPointer(reinterpret_cast<CUdeviceptr*>(devPtr), size, driver_resource(resource)));
 }
 CUDART_EXPORT cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t* array, cudaGraphicsResource_t resource,
                                                                 unsigned int arrayIndex, unsigned int mipLevel) {
+  if (resource == nullptr) return finish(cudaErrorInvalidResourceHandle);
   if (array == nullptr) return finish(cudaErrorInvalidValue);
   STREAMPOOL_WITH_CONTEXT(cuGraphicsSubResourceGetMappedArray(reinterpret_cast<CUarray*>(array),
                                                               driver_resource(resource), arrayIndex, mipLevel));
@@ -217,9 +219,16 @@ CUDART_EXPORT cudaError_t cudaEGLStreamProducerDisconnect(CUeglStreamConnection*
   if (conn == nullptr) return finish(cudaErrorInvalidValue);
   return call(g_egl_producer_disconnect, conn);
 }
+// Events from EGL syncs are a Tegra feature: on x86-64 cudart answers cudaErrorNotSupported before it
+// looks at the arguments (a null output included), and so does this runtime.
 CUDART_EXPORT cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t* phEvent, EGLHandle eglSync, unsigned int flags) {
+#if defined(__x86_64__)
+  (void)phEvent, (void)eglSync, (void)flags;
+  return finish(cudaErrorNotSupported);
+#else
   if (phEvent == nullptr) return finish(cudaErrorInvalidValue);
   return call(g_egl_event_from_sync, phEvent, eglSync, flags);
+#endif
 }
 
 // VDPAU.

@@ -59,6 +59,9 @@ Driver* as_driver(Runtime* values) noexcept {
 cudaError_t copy_batch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
                        cudaMemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, cudaStream_t stream,
                        bool per_thread) noexcept {
+  // A batch never goes to the legacy stream, and cudart answers cudaErrorInvalidValue for a null
+  // stream in the _ptsz form too, where a null stream elsewhere means the per-thread stream.
+  if (stream == nullptr) return finish(cudaErrorInvalidValue);
   STREAMPOOL_WITH_CONTEXT(cuMemcpyBatchAsync(as_driver<CUdeviceptr>(dsts), as_driver<CUdeviceptr>(srcs),
                                              const_cast<size_t*>(sizes), count, as_driver<CUmemcpyAttributes>(attrs),
                                              attrsIdxs, numAttrs, driver_stream(stream, per_thread)));

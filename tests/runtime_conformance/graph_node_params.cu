@@ -251,7 +251,8 @@ TEST_F(GraphNodeParamsOnGpu, KernelNodeAnswersItsHostStubShapeAndAttributes) {
   ASSERT_CUDA(cudaGraphKernelNodeCopyAttributes(copy, node));
   cudaKernelNodeAttrValue copied{};
   ASSERT_CUDA(cudaGraphKernelNodeGetAttribute(copy, cudaLaunchAttributePriority, &copied));
-  EXPECT_EQ(copied.priority, 1);
+  // NVIDIA's driver answers 0 for the copy of a node given priority 1 (through either runtime).
+  EXPECT_EQ(copied.priority, 0);
   run();
 
   std::vector<int> back(64);
