@@ -244,7 +244,9 @@ class OutOfMemoryReport : public ::testing::Test {
  protected:
   // Runs one child scenario; returns its stderr.
   std::string run(const std::string& scenario, std::vector<std::string> environment = {}) {
-    const std::string path = ::testing::TempDir() + "oom_child_" + scenario + ".stderr";
+    // The pid in the name: two runs of this test at once (two build trees) must not share a file.
+    const std::string path =
+        ::testing::TempDir() + "oom_child_" + std::to_string(::getpid()) + "_" + scenario + ".stderr";
     environment.push_back("OOM_CHILD_STDERR=" + path);
     EXPECT_EQ(hooks_test::run_child_test("OomChild.DISABLED_" + scenario, environment), 0) << scenario;
     std::string text = read_text(path);
