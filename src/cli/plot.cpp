@@ -187,21 +187,45 @@ struct Lane {
   double peak_time = 0;
 };
 
+// Narrows [*low, *high] of the sorted `times` by an edge group of at most 2% of them that a gap of
+// more than half the whole span separates from the rest, once on each side.
+void trim_isolated_edges(const std::vector<double>& times, std::size_t* low, std::size_t* high) {
+  const double span = times[*high] - times[*low];
+  if (span <= 0) return;
+  const std::size_t few = std::max<std::size_t>(1, times.size() / 50);
+  for (std::size_t i = *low; i < *low + few && i + 1 <= *high; ++i) {
+    if (times[i + 1] - times[i] > span / 2) {
+      *low = i + 1;
+      break;
+    }
+  }
+  for (std::size_t i = *high; i > *high - std::min(few, *high) && i - 1 >= *low; --i) {
+    if (times[i] - times[i - 1] > span / 2) {
+      *high = i - 1;
+      break;
+    }
+  }
+}
+
 std::string render_svg(const ReplayResult& result, const std::string& title,
                        const std::map<std::uint64_t, std::string>& pool_names) {
   const double duration = std::max<double>(1.0, static_cast<double>(result.duration_ns));
-  // The window where memory changes: the first to the last change of any pool, with a margin.
-  double first = duration;
-  double last = 0;
+  // The window where memory changes: the first to the last change of any pool, with a margin,
+  // less a few changes cut off from the rest by a long quiet stretch (a framework's one allocation
+  // at start-up, seconds before its training loop, would otherwise stretch the window over the run).
+  std::vector<double> change_times;
   for (const PoolResult& pool : result.pools) {
-    for (const Sample& sample : pool.samples) {
-      first = std::min(first, static_cast<double>(sample.time_ns));
-      last = std::max(last, static_cast<double>(sample.time_ns));
-    }
+    for (const Sample& sample : pool.samples) change_times.push_back(static_cast<double>(sample.time_ns));
   }
-  if (first > last) {
-    first = 0;
-    last = duration;
+  std::sort(change_times.begin(), change_times.end());
+  double first = 0;
+  double last = duration;
+  if (!change_times.empty()) {
+    std::size_t low = 0;
+    std::size_t high = change_times.size() - 1;
+    trim_isolated_edges(change_times, &low, &high);
+    first = change_times[low];
+    last = change_times[high];
   }
   const double margin = std::max((last - first) * 0.02, 1.0);
   const double begin = std::max(0.0, first - margin);

@@ -114,6 +114,21 @@ def reuse_program():
     cuda.synchronize(second)
 
 
+def late_program():
+    # One allocation at start-up, then a long quiet stretch, then the work: as a framework's
+    # initialisation, seconds before its training loop, looks in a trace.
+    cuda = Driver()
+    stream = cuda.stream()
+    kept = cuda.alloc(MiB, stream)
+    time.sleep(0.4)
+    for step in range(200):
+        pointer = cuda.alloc((1 + step % 5) * MiB, stream)
+        cuda.free(pointer, stream)
+    cuda.free(kept, stream)
+    cuda.synchronize(stream)
+
+
 if __name__ == "__main__":
-    {"many": many_program, "reuse": reuse_program}.get(" ".join(sys.argv[1:]), handover_program)()
+    programs = {"many": many_program, "reuse": reuse_program, "late": late_program}
+    programs.get(" ".join(sys.argv[1:]), handover_program)()
     sys.exit(0)
