@@ -1,4 +1,5 @@
 #include "leak_report.hpp"
+#include "json_text.hpp"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -58,22 +59,6 @@ std::string hex(std::uintptr_t value) {
   return text;
 }
 
-void append_json_string(std::string& out, const std::string& text) {
-  out += '"';
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
 
 std::string frame_text(const Frame& frame) {
   std::string out;

@@ -1,5 +1,6 @@
 // The out-of-memory report's choice of explanation and its two renderings (oom_report.hpp).
 #include "oom_report.hpp"
+#include "json_text.hpp"
 
 #include <cinttypes>
 #include <cstdio>
@@ -71,22 +72,6 @@ void append_hex(std::string& out, const char* name, std::uint64_t value) {
   out += "\",";
 }
 
-void append_string(std::string& out, const std::string& text) {
-  out += '"';
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
 
 void close_object(std::string& out) {
   if (!out.empty() && out.back() == ',') out.pop_back();
@@ -306,7 +291,7 @@ std::string oom_json(const OomFigures& figures, const OomExplanation& explanatio
     if (block.call_site.empty()) {
       out += "null";
     } else {
-      append_string(out, block.call_site);
+      append_json_string(out, block.call_site);
     }
     out += "},";
   }
@@ -316,7 +301,7 @@ std::string oom_json(const OomFigures& figures, const OomExplanation& explanatio
   out += "\",";
   if (explanation.cause == OomCause::pending_frees) append_hex(out, "cause_stream", explanation.stream);
   out += "\"explanation\":";
-  append_string(out, explanation.line);
+  append_json_string(out, explanation.line);
   out += '}';
   return out;
 }

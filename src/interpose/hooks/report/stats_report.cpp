@@ -1,4 +1,5 @@
 #include "stats_report.hpp"
+#include "insight/json_text.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -36,20 +37,6 @@ const char* kind_name(core::PoolKind kind) {
   return "unknown";
 }
 
-void append_escaped(std::string& out, const std::string& text) {
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-}
 
 void append_field(std::string& out, const char* name, std::uint64_t value, bool comma = true) {
   char text[96];
@@ -167,7 +154,7 @@ std::string stats_json() {
   out += driver::passthrough_requested() ? "true" : "false";
   out += ",\"real_driver\":\"";
   if (const driver::RealLibrary* library = driver::real_library(); library != nullptr) {
-    append_escaped(out, library->path);
+    insight::append_json_escaped(out, library->path);
   }
   out += "\",";
   append_field(out, "captures_in_progress", static_cast<std::uint64_t>(driver::captures_in_progress()), false);
@@ -221,7 +208,7 @@ std::string stats_json() {
   append_field(out, "timed_calls", trace::timed_calls());
   append_field(out, "time_in_allocator_ns", trace::timed_ns());
   out += "\"trace\":\"";
-  append_escaped(out, trace::current_path());
+  insight::append_json_escaped(out, trace::current_path());
   out += "\"}}";
   return out;
 }
