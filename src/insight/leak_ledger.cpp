@@ -72,6 +72,15 @@ void LeakLedger::end_free(std::uintptr_t address, std::uint64_t thread, bool too
   next_free_ = (next_free_ + 1) % recent_frees_.size();
 }
 
+bool LeakLedger::live_site(std::uintptr_t address, SiteId* site) const {
+  const Shard& home = shard(address);
+  std::lock_guard<std::mutex> lock(home.mutex);
+  auto entry = home.live.find(address);
+  if (entry == home.live.end()) return false;
+  *site = entry->second.site;
+  return true;
+}
+
 bool LeakLedger::recently_freed(std::uintptr_t address, FreedAllocation* freed) const {
   std::lock_guard<std::mutex> lock(recent_mutex_);
   const std::size_t size = recent_frees_.size();

@@ -89,6 +89,9 @@ class LeakLedger {
   void end_free(std::uintptr_t address, std::uint64_t thread, bool took_effect, SiteId free_site);
 
   bool recently_freed(std::uintptr_t address, FreedAllocation* freed) const;
+  // The call site of the live allocation at `address`, for other reports (an out-of-memory
+  // report's largest blocks); false where none is live there.
+  bool live_site(std::uintptr_t address, SiteId* site) const;
   void stream_destroyed(std::uintptr_t stream);
   bool was_destroyed(std::uintptr_t stream) const;
 
@@ -107,6 +110,7 @@ class LeakLedger {
     std::unordered_map<std::uintptr_t, LiveAllocation> live;
   };
   Shard& shard(std::uintptr_t address) noexcept { return shards_[(address >> 9) % kShards]; }
+  const Shard& shard(std::uintptr_t address) const noexcept { return shards_[(address >> 9) % kShards]; }
 
   CallSiteTable sites_;
   std::array<Shard, kShards> shards_;

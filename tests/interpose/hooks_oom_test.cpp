@@ -274,6 +274,14 @@ TEST_F(OutOfMemoryReport, AFailureDuringAGlobalCaptureAsksTheDriverNothing) {
   EXPECT_EQ(count_of(text, "device free memory not asked"), 1u) << text;
 }
 
+TEST_F(OutOfMemoryReport, TheLargestLiveBlocksNameTheirCallSitesWhereTheLeakModeRecordsThem) {
+  const std::string without = run("CapReached");
+  EXPECT_EQ(count_of(without, ") at "), 0u) << without;
+  const std::string with = run("CapReached", {"STREAMPOOL_LEAKS=1"});
+  EXPECT_GE(count_of(with, "(pool 0x"), 1u) << with;
+  EXPECT_EQ(count_of(with, "(pool 0x"), count_of(with, ") at ")) << "every live block with its call site:\n" << with;
+}
+
 TEST_F(OutOfMemoryReport, LogOffSilencesItAndTheJsonStaysAvailable) {
   EXPECT_EQ(run("CapReached", {"STREAMPOOL_LOG=off"}), "");
 }

@@ -286,4 +286,12 @@ std::string leak_report_json() {
   return "{\"enabled\":true," + insight::leak_report_json(*current, options).substr(1);
 }
 
+std::string call_site_of(std::uintptr_t address) {
+  if (!leaks_on()) return {};
+  insight::LeakLedger* current = ledger();
+  insight::SiteId site = insight::kOtherSites;
+  if (current == nullptr || !current->live_site(address, &site)) return {};
+  return site_text(*current, site);
+}
+
 }  // namespace streampool::interpose::insight_hooks

@@ -39,6 +39,10 @@ inline bool leaks_on() noexcept {
 // The engine served an allocation from `pool`.
 void allocation_made(void* address, std::size_t bytes, core::Pool* pool) noexcept;
 
+// The call site of the live pool allocation at `address` in one line, "" with the mode off or for
+// an address it does not know (the out-of-memory report names its largest blocks' sites with it).
+std::string call_site_of(std::uintptr_t address);
+
 // A free about to be asked of the hooks (the stream's route not yet known), and its outcome.
 struct FreeCheck {
   std::uintptr_t address = 0;

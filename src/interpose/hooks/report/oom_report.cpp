@@ -1,4 +1,5 @@
 #include "oom_report.hpp"
+#include "hooks/insight/leak_hooks.hpp"
 
 #include <unistd.h>
 
@@ -148,8 +149,10 @@ insight::OomFigures gather(ProcessState& state, core::Pool* pool, int driver_dev
     figured.is_default = state.pools.is_default(handle) || state.location_pools.is_default(handle);
   }
   for (const core::BlockInfo& block : engine.largest_live(nullptr, kLargestLive)) {
+    // Call sites where they are recorded (STREAMPOOL_LEAKS=1), else none.
     figures.largest_live.push_back(insight::OomLiveBlock{block.base, block.requested_bytes,
-                                                         reinterpret_cast<std::uintptr_t>(block.pool), {}});
+                                                         reinterpret_cast<std::uintptr_t>(block.pool),
+                                                         insight_hooks::call_site_of(block.base)});
   }
   return figures;
 }
