@@ -6,7 +6,10 @@
 // treats the parts of it that are no region as unallocated), every allocation the engine hands out as
 // a region of the heap that holds it, and frees and unmaps take them out again. The NVTX calls are
 // NVIDIA's header-only nvtx3: they reach a tool only through the injection library NVTX_INJECTION64_PATH
-// names (compute-sanitizer sets it); without one they return at once.
+// names (compute-sanitizer sets it); without one they return at once. compute-sanitizer takes a heap
+// only over memory cuMemAlloc made, not over VMM mappings, so with the mode on pools are backed by
+// whole chunks (driver::make_backing's chunks_only), and each block is followed by an unregistered
+// guard (nvtx_guarded) so that a write one past it is outside every region.
 //
 // On: STREAMPOOL_NVTX=1, or, unset, when the process runs under compute-sanitizer (NVTX_INJECTION64_PATH
 // names a file whose path contains "sanitizer", which compute-sanitizer's own injection libraries
