@@ -76,19 +76,25 @@ def version():
     return _need("streampool_version", ctypes.c_char_p, [])().decode()
 
 
-def stats():
-    """The statistics report (the JSON STREAMPOOL_STATS writes at exit) as a dict: "pools" (each
-    pool's reserved and used bytes, now and at the peak), "totals", "calls", "served"."""
-    report = _need("streampool_stats_json", ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t])
+def _json_report(name):
+    """A JSON report of the C interface (snprintf's contract: the length asked with no buffer, then
+    filled) as a dict."""
+    report = _need(name, ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t])
     for _ in range(4):  # the report may grow between the two calls
         length = report(None, 0)
         if length < 0:
-            raise RuntimeError("streampool_stats_json failed")
+            raise RuntimeError(f"{name} failed")
         buffer = ctypes.create_string_buffer(length + 256)
         written = report(buffer, len(buffer))
         if 0 <= written < len(buffer):
             return json.loads(buffer.value.decode())
-    raise RuntimeError("streampool_stats_json: the report kept growing")
+    raise RuntimeError(f"{name}: the report kept growing")
+
+
+def stats():
+    """The statistics report (the JSON STREAMPOOL_STATS writes at exit) as a dict: "pools" (each
+    pool's reserved and used bytes, now and at the peak), "totals", "calls", "served"."""
+    return _json_report("streampool_stats_json")
 
 
 def leaks():
@@ -96,16 +102,7 @@ def leaks():
     bytes, sites), "sites" (live allocations grouped by call site, most bytes first, each with its
     "frames"), "other_sites", "bad_frees" (counted by kind) and "bad_free_events". "enabled" is False
     when the mode is off."""
-    report = _need("streampool_leak_report", ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t])
-    for _ in range(4):  # the report may grow between the two calls
-        length = report(None, 0)
-        if length < 0:
-            raise RuntimeError("streampool_leak_report failed")
-        buffer = ctypes.create_string_buffer(length + 256)
-        written = report(buffer, len(buffer))
-        if 0 <= written < len(buffer):
-            return json.loads(buffer.value.decode())
-    raise RuntimeError("streampool_leak_report: the report kept growing")
+    return _json_report("streampool_leak_report")
 
 
 def _expand(path):

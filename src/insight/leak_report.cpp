@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <utility>
 #include <cstdlib>
 
 namespace streampool::insight {
@@ -151,16 +152,26 @@ std::string describe_site(const CallSiteTable& table, SiteId site, unsigned fram
   return out;
 }
 
-std::string leak_report_text(const LeakLedger& ledger, const ReportOptions& options) {
-  const CallSiteTable& table = ledger.sites();
-  const std::vector<SiteTotals> sites = live_sites(table);
-  const SiteTotals other = table.other_sites();
+namespace {
+
+// The live bytes and allocations of every site, the ones past the table's limit included.
+std::pair<std::uint64_t, std::uint64_t> live_totals(const std::vector<SiteTotals>& sites, const SiteTotals& other) {
   std::uint64_t bytes = other.live_bytes;
   std::uint64_t count = other.live_count;
   for (const SiteTotals& site : sites) {
     bytes += site.live_bytes;
     count += site.live_count;
   }
+  return {bytes, count};
+}
+
+}  // namespace
+
+std::string leak_report_text(const LeakLedger& ledger, const ReportOptions& options) {
+  const CallSiteTable& table = ledger.sites();
+  const std::vector<SiteTotals> sites = live_sites(table);
+  const SiteTotals other = table.other_sites();
+  const auto [bytes, count] = live_totals(sites, other);
   std::string out;
   char line[256];
   std::snprintf(line, sizeof line,
@@ -217,12 +228,7 @@ std::string leak_report_json(const LeakLedger& ledger, const ReportOptions& opti
   const CallSiteTable& table = ledger.sites();
   const std::vector<SiteTotals> sites = live_sites(table);
   const SiteTotals other = table.other_sites();
-  std::uint64_t bytes = other.live_bytes;
-  std::uint64_t count = other.live_count;
-  for (const SiteTotals& site : sites) {
-    bytes += site.live_bytes;
-    count += site.live_count;
-  }
+  const auto [bytes, count] = live_totals(sites, other);
   std::string out = "{\"live\":{";
   append_number(out, "allocations", count);
   append_number(out, "bytes", bytes);
