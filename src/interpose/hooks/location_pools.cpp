@@ -1,6 +1,7 @@
 #include "location_pools.hpp"
 
 #include "driver/vmm_backing.hpp"
+#include "pool_backing.hpp"
 #include "process_state.hpp"
 
 namespace streampool::interpose {
@@ -21,7 +22,7 @@ LocationPools::Entry* LocationPools::entry_locked(const Place& place, CUresult* 
     const core::PoolProps props = props_for(place);
     std::unique_ptr<core::Backing> backing;
     core::Status status = driver::make_backing(props, &backing, insight_hooks::nvtx_enabled());
-    if (core::ok(status)) status = engine_.create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &entry.default_pool);
+    if (core::ok(status)) status = engine_.create_pool(props, hooked_backing(props, std::move(backing)), &entry.default_pool);
     if (!core::ok(status)) {
       entries_.erase(place);
       *result = to_cuda(status);

@@ -16,6 +16,7 @@
 #include "driver/locality_domains.hpp"
 #include "driver/numa_nodes.hpp"
 #include "ipc/ipc.hpp"
+#include "pool_backing.hpp"
 #include "process_state.hpp"
 #include "driver/vmm_backing.hpp"
 #include "raw_enum.hpp"
@@ -145,7 +146,7 @@ CUresult pool_create(CUmemoryPool* pool_out, const CUmemPoolProps* pool_props) n
                                                   : driver::make_backing(props, &backing, insight_hooks::nvtx_enabled());
     if (!core::ok(status)) return to_cuda(status);
     core::Pool* pool = nullptr;
-    status = engine().create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &pool);
+    status = engine().create_pool(props, hooked_backing(props, std::move(backing)), &pool);
     if (!core::ok(status)) return to_cuda(status);
     if (granules != nullptr) {
       result = ipc::register_exportable(pool, props, std::move(granules));

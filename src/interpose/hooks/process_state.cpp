@@ -1,4 +1,5 @@
 #include "process_state.hpp"
+#include "pool_backing.hpp"
 
 #include <pthread.h>
 
@@ -107,7 +108,7 @@ CUresult PoolDirectory::create_default(const core::PoolProps& props, std::atomic
       std::unique_ptr<core::Backing> backing;
       core::Status status = driver::make_backing(props, &backing, insight_hooks::nvtx_enabled());
       if (!core::ok(status)) return to_cuda(status);
-      status = engine_.create_pool(props, insight_hooks::nvtx_observed(control_hooks::capped(props, std::move(backing))), &existing);
+      status = engine_.create_pool(props, hooked_backing(props, std::move(backing)), &existing);
       if (!core::ok(status)) return to_cuda(status);
       default_slot.store(existing, std::memory_order_release);
       core::Pool* no_current = nullptr;
