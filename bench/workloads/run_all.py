@@ -55,6 +55,7 @@ FIRST_GUESS = {"torch": 90.0, "jax": 60.0}
 FIXED_S = {"torch": 14.0, "jax": 10.0}
 SCALED_S = {"torch": 16.0, "jax": 6.0}
 SMOKE_GUESS = {"torch": 30.0, "jax": 25.0}
+FAKE_GUESS = {"torch": 5.0, "jax": 5.0}
 RESERVE_S = 20.0  # replays, summary, archive
 REPLAY_REPEATS = 3
 
@@ -120,6 +121,8 @@ class Run:
         seen = self.durations[framework]
         if seen:
             return max(seen)
+        if self.args.fake:
+            return FAKE_GUESS[framework]
         return (SMOKE_GUESS if self.args.smoke else FIRST_GUESS)[framework]
 
     def choose_scale(self, frameworks):
