@@ -118,9 +118,11 @@ class Run:
             self.say("summary failed: %s: %s" % (type(error).__name__, error))
 
     def expected(self, framework):
+        """A process's expected wall time: the median of its framework's so far (the first one
+        also pays for a cold page cache; the kill limit keeps a slow one inside the budget)."""
         seen = self.durations[framework]
         if seen:
-            return max(seen)
+            return statistics.median(seen)
         if self.args.fake:
             return FAKE_GUESS[framework]
         return (SMOKE_GUESS if self.args.smoke else FIRST_GUESS)[framework]
@@ -170,7 +172,7 @@ class Run:
                                      dict(self.args.streampool_setting))
         log_path = os.path.join(self.logs, tag + ".log")
         command = self.command(allocator, scale)
-        limit = min(room, max(60.0, 3 * expected))
+        limit = min(room, max(60.0, 3 * max(self.durations[allocator.framework] or [expected])))
         self.say("RUN  %s: %s (%s; limit %.0f s)" % (tag, " ".join(os.path.basename(c) for c in command[1:2]),
                                                    allocators.described(allocator), limit))
         if self.sampler is not None:
@@ -326,7 +328,9 @@ class Run:
 
     def main(self):
         frameworks = [f for f in self.args.frameworks.split(",") if f]
-        if self.nvml is not None:
+        if self.nvml is None:
+            self.data["meta"]["nvml"] = "not used (fake driver)"
+        else:
             self.data["meta"]["nvml"] = "sampled every %.0f ms" % (self.sampler.interval_s * 1000) \
                 if self.nvml.device is not None else "unavailable: %s" % self.nvml.error
             self.sampler.start()
