@@ -68,6 +68,7 @@ def environment(allocator, paths, base, stats_path=None, trace_path=None, stream
     env = {key: value for key, value in base.items()
            if key not in CLEARED and not key.startswith(CLEARED_PREFIX)}
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the source tree
     env.update(allocator.settings)
     if allocator.preload:
         env["LD_PRELOAD"] = paths.preload

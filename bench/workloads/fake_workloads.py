@@ -7,7 +7,6 @@ mean nothing.
 
     python3 fake_workloads.py --framework torch|jax --allocator NAME [--smoke] [--scale S]
 """
-import argparse
 import ctypes
 import os
 import sys
@@ -46,13 +45,8 @@ def figures(allocator, workload):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = io.arguments(__doc__)
     parser.add_argument("--framework", choices=sorted(WORKLOADS), required=True)
-    parser.add_argument("--allocator", required=True)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--seed", type=int, default=20)
-    parser.add_argument("--compile-cache", default="")
     args = parser.parse_args(argv)
     io.result({"workload": "process", "init_s": 0.0, "fake": True})
     if "libstreampool" in os.environ.get("LD_PRELOAD", ""):

@@ -16,7 +16,6 @@ ms, device_peak_sampled_bytes), and what jax's memory_stats() reports (jax_*).
 
     python3 jax_workloads.py --allocator NAME [--smoke] [--scale S] [--compile-cache DIR]
 """
-import argparse
 import os
 import random
 import sys
@@ -156,13 +155,7 @@ def training(jax, size, scale, seed, nvml):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--allocator", required=True)
-    parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--seed", type=int, default=20)
-    parser.add_argument("--compile-cache", default="")
-    args = parser.parse_args(argv)
+    args = io.arguments(__doc__).parse_args(argv)
     started = time.perf_counter()
     jax = configure(args.compile_cache)
     print("jax %s, backend %s, XLA_PYTHON_CLIENT_ALLOCATOR=%s, XLA_PYTHON_CLIENT_PREALLOCATE=%s, LD_PRELOAD=%s" % (

@@ -23,7 +23,6 @@ one runs. Memory, per workload, from a settled start (gc, synchronise, empty the
 
     python3 torch_workloads.py --allocator NAME [--smoke] [--scale S] [--only training,serving]
 """
-import argparse
 import collections
 import gc
 import os
@@ -411,12 +410,8 @@ def serving(process, size, scale, seed):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--allocator", required=True, help="the allocator's name, as run_all.py gives it")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the code, measures nothing")
-    parser.add_argument("--scale", type=float, default=1.0, help="steps, tokens and requests times this")
+    parser = io.arguments(__doc__)
     parser.add_argument("--only", default=",".join(WORKLOADS), help="comma list of workloads")
-    parser.add_argument("--seed", type=int, default=20)
     args = parser.parse_args(argv)
     size = SIZES["smoke" if args.smoke else "full"]
     wanted = [w for w in args.only.split(",") if w]

@@ -8,6 +8,7 @@ time.monotonic() is CLOCK_MONOTONIC, one clock for every process of the machine:
 the device's used memory sampled every few milliseconds from outside the process and takes the
 highest sample between a phase's begin and end marks. Anything else the process prints is left in
 its log. Standard library only, since run_all.py and the summary import it too."""
+import argparse
 import json
 import sys
 import time
@@ -16,6 +17,17 @@ import traceback
 MARK = "MARK "
 RESULT = "RESULT "
 ERROR = "ERROR "
+
+
+def arguments(doc):
+    """The options every workload process takes (run_all.py passes them alike to each)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--allocator", required=True, help="the allocator's name, as run_all.py gives it")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the code, measures nothing")
+    parser.add_argument("--scale", type=float, default=1.0, help="steps, tokens and requests times this")
+    parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument("--compile-cache", default="", help="JAX's persistent compilation cache folder")
+    return parser
 
 
 def _emit(prefix, record):
