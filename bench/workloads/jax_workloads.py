@@ -157,9 +157,14 @@ def training(jax, size, scale, seed, nvml):
 def main(argv):
     args = io.arguments(__doc__).parse_args(argv)
     started = time.perf_counter()
-    jax = configure(args.compile_cache)
+    try:
+        jax = configure(args.compile_cache)
+        backend = jax.default_backend()
+    except Exception as error:  # pylint: disable=broad-except; no jax, no GPU
+        io.error("process", error)
+        return 1
     print("jax %s, backend %s, XLA_PYTHON_CLIENT_ALLOCATOR=%s, XLA_PYTHON_CLIENT_PREALLOCATE=%s, LD_PRELOAD=%s" % (
-        jax.__version__, jax.default_backend(), os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "(unset: BFC)"),
+        jax.__version__, backend, os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "(unset: BFC)"),
         os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "(unset)"), os.environ.get("LD_PRELOAD", "(unset)")))
     io.result({"workload": "process", "init_s": time.perf_counter() - started, "jax": jax.__version__})
     nvml = device_memory.Nvml()

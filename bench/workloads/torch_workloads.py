@@ -197,8 +197,8 @@ def training(process, model, config, size, scale, seed):
                 times.append(time.perf_counter() - started)
                 phase.sample()
             final_loss = float(loss)
-    finally:
-        del optimizer
+    finally:  # the optimizer's state and the gradients go before the next workload, whatever happened
+        optimizer.state.clear()
         model.zero_grad(set_to_none=True)
     tokens = sum(batch * length for length in lengths)
     record = {"workload": "training", "steps": steps, "batch": batch, "lengths": sorted(set(lengths)),
@@ -419,7 +419,11 @@ def main(argv):
     if unknown:
         parser.error("unknown workloads: %s" % ", ".join(unknown))
     started = time.perf_counter()
-    process = Process(args.allocator)
+    try:
+        process = Process(args.allocator)
+    except Exception as error:  # pylint: disable=broad-except; no torch, no GPU, use() refused
+        io.error("process", error)
+        return 1
     torch = process.torch
     print("torch %s, %s, PYTORCH_CUDA_ALLOC_CONF=%s, LD_PRELOAD=%s" % (
         torch.__version__, torch.cuda.get_device_name(), os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "(unset)"),
