@@ -4,7 +4,8 @@ it has after every process:
   OUT/workloads.json   every measurement of every process (the summary reads only this)
   OUT/workloads.md     the summary: medians, ratios, the issue's targets (summarize.py)
   OUT/workloads.log    what ran, in order, with each process's exit status and wall time
-  OUT/logs/            each process's output, streampool's stats reports, the replays' output
+  OUT/logs/            each process's output and streampool's stats reports
+  OUT/traces/          the traces recorded by the traced processes, compressed
 
 Round r runs the PyTorch allocators rotated by r (A B C D, B C D A, ...), then the JAX ones
 likewise, each in a process of its own. Before the rounds one unmeasured JAX process fills the
@@ -359,15 +360,20 @@ class Run:
         return 0
 
     def keep_traces(self):
-        """The traces recorded here, compressed into OUT/logs/ when they are small enough to
-        come back (16 MiB a file on the GPU box), then the scratch folder goes."""
-        for recorded in sorted(glob.glob(os.path.join(self.trace_dir, "*-traced.*.trace"))):
-            target = os.path.join(self.logs, os.path.basename(recorded) + ".gz")
+        """The traces recorded here, compressed into OUT/traces/ while they stay within 14 MiB
+        together (a file of at most 16 MiB comes back from the GPU box; the script archives the
+        folder as one), then the scratch folder goes."""
+        kept = 0
+        for recorded in sorted(glob.glob(os.path.join(self.trace_dir, "*-traced.*.trace")), key=os.path.getsize):
+            os.makedirs(os.path.join(self.out, "traces"), exist_ok=True)
+            target = os.path.join(self.out, "traces", os.path.basename(recorded) + ".gz")
             with open(recorded, "rb") as source, gzip.open(target, "wb", compresslevel=6) as packed:
                 shutil.copyfileobj(source, packed)
-            if os.path.getsize(target) > 12 << 20:
+            if kept + os.path.getsize(target) > 14 << 20:
                 os.remove(target)
-                self.say("trace %s left out: over 12 MiB compressed" % os.path.basename(recorded))
+                self.say("trace %s left out: the traces would pass 14 MiB compressed" % os.path.basename(recorded))
+            else:
+                kept += os.path.getsize(target)
         shutil.rmtree(self.trace_dir, ignore_errors=True)
 
 

@@ -14,8 +14,9 @@
 #               --streampool-setting STREAMPOOL_RELEASE=auto
 # WORKLOADS_BUDGET (seconds, default 540) bounds the whole script, building included: the runs get
 # what the build left, less 10 s for the archive. Results in $OUT (default BUILD_DIR/workloads),
-# at most 4 files: workloads.md (the summary), workloads.json (every measurement), workloads.log
-# (what ran) and logs.tar.gz (each process's output, stats reports, the build log, traces).
+# at most 5 files: workloads.md (the summary), workloads.json (every measurement), workloads.log
+# (what ran), logs.tar.gz (each process's output, stats reports, the build log) and traces.tar (the
+# traces of the traced processes, gzipped, at most 14 MiB).
 set -uo pipefail
 started=$(date +%s)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,6 +78,7 @@ left=$(( budget - ($(date +%s) - started) - 10 ))
 "$python" "$repo/bench/workloads/run_all.py" --out "$out" --build "$build" --budget "$left" --python "$python" \
   "${options[@]}" "$@" || status=1
 tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$out/logs"
+if [[ -d $out/traces ]]; then tar -cf "$out/traces.tar" -C "$out" traces && rm -rf "$out/traces"; fi
 echo "finished after $(( $(date +%s) - started )) s; results in $out: $(cd "$out" && ls | tr '\n' ' ')" \
   | tee -a "$out/workloads.log"
 exit $status
