@@ -248,10 +248,19 @@ class Run:
             if record is not None:
                 self.data["compile_cache_run"] = {k: record[k] for k in ("status", "wall_s")}
             self.save()
+        sets = [(f, s) for f, s in (("torch", torch_set), ("jax", allocators.JAX)) if f in frameworks]
         for round_index in range(self.args.rounds):
-            for framework, allocator_set in (("torch", torch_set), ("jax", allocators.JAX)):
-                if framework not in frameworks:
-                    continue
+            # A round runs whole or not at all (after the first), so that every allocator has the
+            # same number of rounds behind its median.
+            needed = sum(self.expected(framework) * len(allocator_set) for framework, allocator_set in sets)
+            if round_index > 0 and self.left() - RESERVE_S < needed:
+                self.data["skipped"].append({"tag": "round %d" % round_index,
+                                             "why": "budget: %.0f s left, %.0f s expected" % (
+                                                 self.left() - RESERVE_S, needed)})
+                self.say("SKIP round %d and later (budget: %.0f s left, about %.0f s needed)" % (
+                    round_index, self.left() - RESERVE_S, needed))
+                break
+            for framework, allocator_set in sets:
                 for position, allocator in enumerate(allocators.rotated(allocator_set, round_index)):
                     tag = "%s-%s-r%d" % (framework, allocator.name, round_index)
                     record = self.launch(allocator, tag, scale)
