@@ -14,7 +14,13 @@
 # streampool's runtime, found through the program's RUNPATH), and the loader maps a program's
 # direct dependencies before theirs and matches a library's DT_NEEDED against the SONAMEs already
 # mapped before it searches any RUNPATH, so such a library gets streampool's runtime without
-# LD_LIBRARY_PATH or a preload (a dlopen by SONAME too). The loader's symbol bindings
+# LD_LIBRARY_PATH or a preload (a dlopen too). The script shows it first, as "loader-probe": two
+# libraries of its own (cudart_needed_probe.c) linked to NVIDIA's libcudart with a RUNPATH to the
+# toolkit, one linked into a program ahead of streampool's runtime and one dlopen'ed by it, must
+# have their cudaGetDeviceCount bound to streampool's runtime, with no other libcudart loaded.
+# (A process whose program does not name libcudart, Python, gets the runtime a library's RUNPATH
+# finds unless LD_LIBRARY_PATH, searched first, names streampool's folder: torch_cudart_trial.sh.)
+# The loader's symbol bindings
 # (LD_DEBUG=bindings, streampool run) show where each library's cuda* calls went, and readelf
 # whether it names libcudart at all: CUDA 13.0's math libraries do not (each carries its own
 # runtime and reaches NVIDIA's driver itself), so what these samples test is the interplay: the
@@ -470,6 +476,45 @@ egl_functions=""
 say "# EGL: build: ${egl/#ok:/libEGL.so.1 at }$egl_functions; NVIDIA's EGL driver: ${egl_driver:-none}"
 say "# streampool runtime: $runtime_lib ($(readelf -d "$runtime_lib" 2>/dev/null | sed -n 's/.*SONAME.*\[\(.*\)\]/SONAME \1/p'))"
 
+# 0. The loader's choice for a library that names libcudart.so.13 (cudart_needed_probe.c): both
+# probe libraries' cudaGetDeviceCount must bind to streampool's runtime, and no other libcudart load.
+loader_probe() {
+  local dir=$SAMPLES_WORK/loader-probe cc=${CC:-cc} variant target targets mapped_files
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  for variant in linked opened; do
+    "$cc" -O2 -shared -fPIC -DPROBE_LIBRARY -I"$cuda_home/include" "$here/cudart_needed_probe.c" -o "$dir/libprobe_$variant.so" \
+      -L"$cuda_home/lib64" -lcudart -Wl,-rpath,"$cuda_home/lib64" >>"$dir/build.log" 2>&1 || return 1
+  done
+  "$cc" -O2 -I"$cuda_home/include" "$here/cudart_needed_probe.c" -o "$dir/probe" -L"$dir" -lprobe_linked \
+    -L"$build/runtime" -lstreampool_cudart -Wl,-rpath,"$dir:$build/runtime" -ldl >>"$dir/build.log" 2>&1 || return 1
+  local environment=(-u LD_PRELOAD -u STREAMPOOL_LIBCUDA)
+  [[ $mode == fake ]] && environment=(-u LD_PRELOAD "LD_LIBRARY_PATH=$SAMPLES_FAKE_DIR" "STREAMPOOL_LIBCUDA=$SAMPLES_FAKE_LIB")
+  timeout -k 5 30 env "${environment[@]}" LD_DEBUG=libs,bindings "LD_DEBUG_OUTPUT=$dir/ld" "$dir/probe" "$dir/libprobe_opened.so" \
+    >"$dir/out" 2>&1
+  local rc=$?
+  targets=""
+  for variant in linked opened; do
+    target=$(cat "$dir"/ld.* 2>/dev/null | grep -F "binding file $dir/libprobe_$variant.so " | grep "symbol \`cudaGetDeviceCount'" |
+      sed -n 's/.* to \([^ ]*\) \[.*/\1/p' | head -n 1)
+    targets+="libprobe_$variant.so -> ${target:-no binding seen}; "
+    [[ -n $target && $(readlink -f "$target") == "$(readlink -f "$runtime_lib")" ]] || rc=1
+  done
+  mapped_files=$(cat "$dir"/ld.* 2>/dev/null | sed -n 's/.*calling init: //p' | grep -E '/libcudart[^/]*$' | sort -u | tr '\n' ' ')
+  for target in $mapped_files; do
+    [[ $(readlink -f "$target") == "$(readlink -f "$runtime_lib")" ]] || rc=1
+  done
+  echo "$targets(the program: $(tr '\n' ' ' <"$dir/out"); runtimes loaded: $mapped_files)"
+  return $rc
+}
+probe_line=$(loader_probe)
+probe_rc=$?
+if [[ $probe_rc -eq 0 ]]; then
+  say "PASS loader-probe a library naming libcudart.so.13 (RUNPATH to NVIDIA's toolkit), linked or opened: streampool's runtime: $probe_line"
+else
+  say "FAIL loader-probe ${probe_line:-did not build: $(tail -n 3 "$SAMPLES_WORK/loader-probe/build.log" 2>/dev/null | tr '\n' ' ')}"
+fi
+
 # 1. Build both variants, in parallel.
 build_start=$(date +%s)
 for name in "${programs[@]}"; do printf '%s nvidia\n%s streampool\n' "$name" "$name"; done |
@@ -499,6 +544,7 @@ say "# ran $((${#together[@]} + ${#alone[@]})) programs twice in $(($(date +%s) 
 
 # 3. Verdicts, the table and the libraries, in list order.
 pass=0 fail=0 skip=0 build_failures=0
+if [[ $probe_rc -eq 0 ]]; then pass=1; else fail=1 build_failures=1; fi
 table=()
 for name in "${programs[@]}"; do
   nvidia_status=$(status_of "$name" nvidia)
