@@ -63,6 +63,7 @@ t.py::A::test_both FAILED [ 40%]
 t.py::A::test_ours PASSED [ 60%]
 t.py::A::test_limit PASSED [ 80%]
 t.py::A::test_late PASSED [100%]
+t.py::B_param_0_{a=1, b=2}::test_p PASSED [100%]
 =================================== FAILURES ===================================
 _________________________________ A.test_both __________________________________
 E   AssertionError: the test's own
@@ -73,6 +74,7 @@ t.py::A::test_ok PASSED [ 20%]
 t.py::A::test_both FAILED [ 40%]
 t.py::A::test_ours FAILED [ 60%]
 t.py::A::test_limit FAILED [ 80%]
+t.py::B_param_0_{a=1, b=2}::test_p FAILED [100%]
 =================================== FAILURES ===================================
 _________________________________ A.test_both __________________________________
 E   AssertionError: the test's own
@@ -80,6 +82,8 @@ _________________________________ A.test_ours __________________________________
 E   RuntimeError: CUDA error: an illegal memory access was encountered
 _________________________________ A.test_limit _________________________________
 E   RuntimeError: CUDAPluggableAllocator does not yet support getDeviceStats.
+______________________ B_param_0_{a=1, b=2}.test_p _______________________
+E   AssertionError: parameterised
 """
 
 
@@ -97,15 +101,18 @@ class UpstreamCompare(unittest.TestCase):
     def test_outcomes_are_sorted_into_ours_the_pluggable_limits_and_the_tests_own(self):
         result = self.compare(NATIVE, STREAMPOOL)
         self.assertEqual(result.returncode, 1, result.stdout)
-        self.assertIn("| passed | 4 | 1 |", result.stdout)
+        self.assertIn("| passed | 5 | 1 |", result.stdout)
         self.assertIn("| not run | 0 | 1 |", result.stdout)  # test_late: the run was cut short
-        self.assertIn("- fail under streampool only: 1\n  - t.py::A::test_ours\n    | E   RuntimeError: CUDA error",
+        self.assertIn("- fail under streampool only: 2\n  - t.py::A::test_ours\n    | E   RuntimeError: CUDA error",
                       result.stdout)
+        # an id with blanks keeps its traceback
+        self.assertIn("  - t.py::B_param_0_{a=1, b=2}::test_p\n    | E   AssertionError: parameterised", result.stdout)
         self.assertIn("pluggable allocator (PyTorch: 'does not yet support'): 1\n  - t.py::A::test_limit", result.stdout)
         self.assertIn("(the test's, not streampool's): 1\n  - t.py::A::test_both", result.stdout)
 
     def test_failures_at_the_pluggable_limits_alone_do_not_fail_the_comparison(self):
-        streampool = STREAMPOOL.replace("t.py::A::test_ours FAILED", "t.py::A::test_ours PASSED")
+        streampool = STREAMPOOL.replace("t.py::A::test_ours FAILED", "t.py::A::test_ours PASSED").replace(
+            "test_p FAILED", "test_p PASSED")
         result = self.compare(NATIVE, streampool)
         self.assertEqual(result.returncode, 0, result.stdout)
         self.assertIn("- fail under streampool only: 0", result.stdout)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stages the upstream test files that upstream_tests.sh runs (PyTorch's test/test_cuda.py, CuPy's
-# tests/cupy_tests/cuda_tests/test_memory.py with the package files and conftest.py it sits under)
+# tests/cupy_tests/cuda_tests/test_memory.py with the package files it sits in)
 # into an ignored folder, with this repository's conftest (upstream_conftest.py) at its top. The
 # framework wheels do not ship their test suites, and no third-party code is kept in this
 # repository: the files come from a source the caller names.
@@ -80,7 +80,9 @@ if [[ -n $pytorch ]]; then
   stage "$(git_dir "$pytorch")" "${PYTORCH_REF:-v2.11.0}" pytorch-src test/test_cuda.py
 fi
 if [[ -n $cupy ]]; then
-  stage "$(git_dir "$cupy")" "${CUPY_REF:-v14.2.0}" cupy-src tests/conftest.py tests/cupy_tests/__init__.py \
+  # Not tests/conftest.py: it sets up pytester and pytest-xdist's GPU rotation, which test_memory.py
+  # does not use, through pytest_plugins, which pytest refuses in a conftest below the root.
+  stage "$(git_dir "$cupy")" "${CUPY_REF:-v14.2.0}" cupy-src tests/cupy_tests/__init__.py \
     tests/cupy_tests/cuda_tests/__init__.py tests/cupy_tests/cuda_tests/test_memory.py
 fi
 cp "$here/upstream_conftest.py" "$dest/conftest.py"

@@ -14,8 +14,9 @@ import re
 import sys
 
 OUTCOMES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
-RESULT = re.compile(r"^(\S+::\S+) (" + "|".join(OUTCOMES) + r")\b(.*)$")
-HEADER = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(\S+) _{3,}$")
+# Node ids may hold blanks (CuPy's parameterised classes: "TestX_param_0_{a=1, b=2}").
+RESULT = re.compile(r"^(\S+::.+?) (" + "|".join(OUTCOMES) + r")(?= |$)(.*)$")
+HEADER = re.compile(r"^_{3,} (?:ERROR at \w+ of )?(.+?) _{3,}$")
 PLUGGABLE_LIMIT = ("does not yet support", "CUDAPluggableAllocator")
 
 

@@ -90,10 +90,12 @@ run_suite() {
     say "SKIP $name: $file is not staged in $tests (tools/gpu/stage_upstream_tests.sh --$name SRC)"
     return
   fi
-  local args=(-m pytest -p no:cacheprovider -v -rfEs --tb=short --rootdir "$tests" "$tests/$file")
+  local args=(-m pytest -p no:cacheprovider --rootdir "$tests" "$tests/$file")
   [[ -n $select ]] && args+=(-k "$select")
-  # What the suite needs that this Python lacks: the import errors of a collection.
+  # What the suite needs that this Python lacks: the import errors of a collection (-q: one node
+  # id a line).
   collected=$(cd "$tests" && timeout 120 env STREAMPOOL_UPSTREAM= "$python" "${args[@]}" --collect-only -q 2>&1)
+  args+=(-v -rfEs --tb=short)
   missing=$(grep -oE "No module named '?[A-Za-z0-9_.]+" <<<"$collected" | sed "s/No module named '\{0,1\}//" | sort -u | tr '\n' ' ')
   if [[ -n $missing ]]; then
     say "SKIP $name: this Python lacks the module(s) $missing(pip install them to run the suite)"
