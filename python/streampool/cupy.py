@@ -56,15 +56,24 @@ class Allocator:
 
 def use():
     """Makes streampool CuPy's allocator (cupy.cuda.set_allocator). Memory CuPy's pool already holds
-    stays with it. Returns the allocator; calling it again does nothing."""
-    if _installed["allocator"] is not None:
-        return _installed["allocator"]
+    stays with it. Returns the allocator. Calling it again makes the same allocator current again:
+    CuPy lets any code set another one in between (its own test suite does, and restores its pool),
+    and blocks streampool gave out stay freed through the allocator that gave them."""
     cupy = _cupy()
-    allocator = Allocator(cupy, pluggable.load())
-    function_allocator = cupy.cuda.PythonFunctionAllocator(allocator.malloc, allocator.free)
+    if _installed["allocator"] is None:
+        allocator = Allocator(cupy, pluggable.load())
+        function_allocator = cupy.cuda.PythonFunctionAllocator(allocator.malloc, allocator.free)
+        _installed["allocator"] = (allocator, function_allocator)
+    allocator, function_allocator = _installed["allocator"]
     cupy.cuda.set_allocator(function_allocator.malloc)
-    _installed["allocator"] = (allocator, function_allocator)
     return allocator
+
+
+def active():
+    """True while streampool is CuPy's current allocator."""
+    if _installed["allocator"] is None:
+        return False
+    return _cupy().cuda.get_allocator() == _installed["allocator"][1].malloc
 
 
 def empty_cache(device=None):

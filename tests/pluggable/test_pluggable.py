@@ -92,7 +92,7 @@ class FakeCupy:
 
         memory = types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError)
         cuda = types.SimpleNamespace(PythonFunctionAllocator=PythonFunctionAllocator, memory=memory,
-                                     set_allocator=self.set_allocator,
+                                     set_allocator=self.set_allocator, get_allocator=lambda: self.allocator,
                                      get_current_stream=lambda: types.SimpleNamespace(ptr=self.stream))
         self.module = types.SimpleNamespace(cuda=cuda)
 
@@ -179,6 +179,19 @@ class Pluggable(unittest.TestCase):
         self.assertEqual(streampool.pluggable.memory_stats()["allocated_bytes.all.current"], before)
         cupy.stream = stream
         self.assertEqual(allocator.malloc(2 * MiB, 0), pointer)  # freed on `stream`: reused there at once
+        allocator.free(pointer, 0)
+
+    def test_cupy_use_again_makes_streampool_current_again(self):
+        cupy = FakeCupy(self.driver.stream())
+        sys.modules["cupy"] = cupy.module
+        allocator = streampool.cupy.use()
+        self.assertTrue(streampool.cupy.active())
+        cupy.set_allocator(lambda size: 0)  # a program (or CuPy's tests) selects another allocator
+        self.assertFalse(streampool.cupy.active())
+        self.assertIs(streampool.cupy.use(), allocator)
+        self.assertTrue(streampool.cupy.active())
+        pointer = cupy.allocator(MiB)  # CuPy's allocations reach streampool again
+        self.assertTrue(pointer)
         allocator.free(pointer, 0)
 
     def test_empty_cache_returns_unused_memory(self):

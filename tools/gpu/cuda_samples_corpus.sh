@@ -12,7 +12,7 @@
 # corpus is built into BUILD_DIR/cuda-samples/ (kept: a second call rebuilds only what changed).
 # The samples' sources come from $CUDA_SAMPLES (default .gl/cuda-samples in the repository): a
 # trimmed copy of github.com/NVIDIA/cuda-samples (CUDA 13.0 tree) that --prepare makes from a full
-# checkout, with only what the listed programs need. No third-party code is kept in this repository.
+# checkout, with only what the programs of cuda_samples.txt and cudart_samples.txt need. No third-party code is kept in this repository.
 #
 # Prints one line per program, in the order of cuda_samples.txt:
 #   PASS name ...      both runs exited 0 with identical normalised outputs
@@ -71,8 +71,14 @@ if [[ ${1:-} == --prepare ]]; then
   find "$src/Common" -maxdepth 1 -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.hxx' \) \
     -exec cp {} "$dest/Common/" \;
   count=0
+  # Both lists' samples: this corpus's and the runtime's (cudart_samples.sh), each folder once, with
+  # the options of the first list that names it.
+  lists=("$manifest")
+  [[ $manifest != "$here/cudart_samples.txt" ]] && lists+=("$here/cudart_samples.txt")
+  declare -A staged=()
   while IFS='|' read -r name dir _ _ options _; do
-    [[ $name == - ]] && continue
+    [[ $name == - || -n ${staged[$dir]:-} ]] && continue
+    staged[$dir]=1
     if [[ ! -d $src/Samples/$dir ]]; then
       echo "prepare: $name: no folder Samples/$dir" >&2
       continue
@@ -86,8 +92,15 @@ if [[ ${1:-} == --prepare ]]; then
       excludes+=("--exclude=./$pattern")
     done
     tar -C "$src/Samples/$dir" "${excludes[@]}" -cf - . | tar -C "$dest/Samples/$dir" -xf -
+    # Files of Common/ the sample looks for in its working folder (its CMake copies them beside the
+    # program): common=data/A.raw,data/B.raw.
+    shared_files=$(option_value "$options" common)
+    IFS=, read -r -a shared_list <<<"$shared_files"
+    for file in "${shared_list[@]}"; do
+      cp "$src/Common/$file" "$dest/Samples/$dir/" || echo "prepare: $name: no Common/$file" >&2
+    done
     count=$((count + 1))
-  done < <(manifest_lines)
+  done < <(for manifest in "${lists[@]}"; do manifest_lines; done)
   echo "prepare: $count samples copied into $dest ($(du -sh "$dest" | cut -f1))"
   exit 0
 fi
