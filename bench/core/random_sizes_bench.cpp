@@ -6,7 +6,7 @@
 // One iteration is the whole workload on a fresh engine: filling the 256 slots happens with
 // the timer paused, then the 200k operations (free a slot, allocate the next size into it)
 // are timed. items_processed counts operations, so 1e9 / items_per_second is ns per alloc+free.
-// Target: <= 150 ns per operation and frag_ratio (peak reserved / peak used) <= 1.10.
+// Target: <= 120 ns per operation and frag_ratio (peak reserved / peak used) <= 1.10.
 #include <benchmark/benchmark.h>
 
 #include <array>

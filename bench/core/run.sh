@@ -5,7 +5,9 @@
 #
 # Writes <outdir>/core-bench.json (Google Benchmark JSON) and <outdir>/core-bench-summary.md
 # (summarize.py: ns per pair, frag_ratio, thread scaling, each against its target), and prints
-# the summary. About a minute with the default min time.
+# the summary. About a minute with the default min time. Instructions per call, which a loaded
+# machine cannot make noisy: bench/core/instructions.py (callgrind; BM_GlibcMalloc64FreePair is the
+# reference pair).
 #
 # Environment (all optional):
 #   CORE_BENCH        the core_bench binary (default <build-dir>/bench/core/core_bench)

@@ -7,7 +7,8 @@ Per benchmark: ns per pair (1e9 / items_per_second; for the thread benchmarks th
 aggregate rate, so ns of wall time per pair across all threads), frag_ratio where reported, the
 thread-scaling ratio (N-thread aggregate / 1-thread aggregate), and the target with met / not
 met. A thread-count target is "n/a" when the machine has fewer CPUs than threads: the 16-thread
-target is meant for a machine with at least 16 cores.
+target is meant for a machine with at least 16 cores. The same-stream pair is also held to glibc's
+malloc(64)+free pair of the same run (BM_GlibcMalloc64FreePair): at most 1.5x.
 
 With --benchmark_repetitions the median aggregate is used when present, else the median of the
 repetitions. Exit status: 0 when the table was written and every benchmark ran without an error
@@ -24,8 +25,11 @@ import sys
 # Single-thread benchmarks and their ns-per-pair limits.
 NS_TARGETS = {
     "BM_AllocFree1MiBOneStream": 40.0,
-    "BM_RandomSizes": 150.0,
+    "BM_RandomSizes": 120.0,
 }
+# The same-stream pair against glibc's malloc(64)+free pair measured in the same run.
+REFERENCE_PAIR = "BM_GlibcMalloc64FreePair"
+REFERENCE_TARGET = ("BM_AllocFree1MiBOneStream", 1.5)
 FRAG_TARGET = 1.10
 NVIDIA_FRAG = 1.59
 SCALING_TARGETS = {16: 8.0}  # threads -> minimum N-thread / 1-thread aggregate ratio
@@ -122,6 +126,17 @@ def summarize(data, out):
                      f"{result.get('map_calls', float('nan')):.0f} maps")
             out.append(f"| {name} (fragmentation) | - | - | {frag:.3f} | - | frag_ratio <= {FRAG_TARGET:.2f} "
                        f"(NVIDIA {NVIDIA_FRAG}); {peaks} | {verdict(met)} |")
+
+    reference = results.get((REFERENCE_PAIR, 1))
+    pair = results.get((REFERENCE_TARGET[0], 1))
+    if reference is not None and pair is not None:
+        ratio = ns_per_pair(pair) / ns_per_pair(reference)
+        limit = REFERENCE_TARGET[1]
+        met = ratio <= limit
+        if not met:
+            missed.append(f"{REFERENCE_TARGET[0]}: {ratio:.2f}x glibc's pair > {limit:g}x")
+        out.append(f"| {REFERENCE_TARGET[0]} / {REFERENCE_PAIR} ({ns_per_pair(reference):.1f} ns) | - | - | - | "
+                   f"{ratio:.2f}x | <= {limit:g}x glibc's malloc(64)+free | {verdict(met)} |")
 
     for family in THREAD_FAMILIES:
         counts = sorted(threads for (fam, threads) in results if fam == family)

@@ -117,67 +117,80 @@ void Engine::for_each_pool(const std::function<void(Pool*)>& visit) const {
 
 const PoolProps& Engine::props(const Pool* pool) const { return pool->props(); }
 
+// The fast path: an exact fit from the stream's own cache of recent frees, under the share's
+// lock alone. Everything else is allocate_slow.
 Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** out) {
-  if (out == nullptr) return Status::invalid_value;
+  if (out == nullptr) [[unlikely]] return Status::invalid_value;
   *out = nullptr;
-  if (!is_pool(pool)) return Status::invalid_value;
-  if (bytes == 0) return Status::success;
-  if (bytes > (std::size_t{1} << 62)) return Status::out_of_memory;
-  std::size_t placed = round_up(bytes, kPlacementBytes);
-
+  if (!is_pool(pool)) [[unlikely]] return Status::invalid_value;
+  if (bytes == 0 || bytes > (std::size_t{1} << 62)) [[unlikely]] {
+    return bytes == 0 ? Status::success : Status::out_of_memory;
+  }
+  const std::size_t placed = round_up(bytes, kPlacementBytes);
   PoolStream* share = state_->share_for(pool, stream);
+  share->lock.lock();  // nothing below throws before the unlock
+  const std::optional<std::uintptr_t> address = share->take_exact(placed);
+  if (!address) [[unlikely]] {
+    share->lock.unlock();
+    return allocate_slow(pool, *share, placed, bytes, out);
+  }
+  ++share->outstanding;
+  const bool charged = UsageCounter::try_charge(*share->usage, bytes);
+  share->lock.unlock();
+  if (!charged) [[unlikely]] pool->usage().charge_slow(*share->usage, bytes);
+  state_->live.insert(LiveBlock{*address, placed, bytes, pool});
+  *out = reinterpret_cast<void*>(*address);
+  return Status::success;
+}
+
+// Everything but an exact hit in the stream's cache: the pool's index, growth, the other pools'
+// unused memory; then the same accounting as the fast path.
+Status Engine::allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes, void** out) {
+  placed = pool->slow_placement(placed);
   std::uintptr_t address = 0;
-  bool found = false;
+  Status status = pool->allocate_slow(share, placed, &address);
+  // Other pools of the device may hold what this one cannot map: they give back their unused
+  // memory, most idle first, and the request tries once more. (This pool's own free granules
+  // were tried already, and are mapped again after a failure: the pool stays as it was.)
+  if (status == Status::out_of_memory && pool->maps_device_memory(pool->props().location_id) &&
+      release_unused_except(pool->props().location_id, placed, pool) != 0) {
+    status = pool->allocate_slow(share, placed, &address);
+  }
+  if (!ok(status)) return status;
   bool charged = false;
   {
-    std::lock_guard guard(share->lock);
-    if (auto exact = share->take_exact(placed)) {
-      address = *exact;
-      found = true;
-      ++share->outstanding;
-      charged = UsageCounter::try_charge(*share->usage, bytes);
-    }
+    std::lock_guard guard(share.lock);
+    ++share.outstanding;
+    charged = UsageCounter::try_charge(*share.usage, bytes);
   }
-  if (!found) {
-    placed = pool->slow_placement(placed);
-    Status status = pool->allocate_slow(*share, placed, &address);
-    // Other pools of the device may hold what this one cannot map: they give back their unused
-    // memory, most idle first, and the request tries once more. (This pool's own free granules
-    // were tried already, and are mapped again after a failure: the pool stays as it was.)
-    if (status == Status::out_of_memory && pool->maps_device_memory(pool->props().location_id) &&
-        release_unused_except(pool->props().location_id, placed, pool) != 0) {
-      status = pool->allocate_slow(*share, placed, &address);
-    }
-    if (!ok(status)) return status;
-    std::lock_guard guard(share->lock);
-    ++share->outstanding;
-    charged = UsageCounter::try_charge(*share->usage, bytes);
-  }
-  if (!charged) pool->usage().charge_slow(*share->usage, bytes);
+  if (!charged) pool->usage().charge_slow(*share.usage, bytes);
   state_->live.insert(LiveBlock{address, placed, bytes, pool});
   *out = reinterpret_cast<void*>(address);
   return Status::success;
 }
 
+// The fast path: the block into the freeing stream's cache, under the share's lock alone. A
+// cache entry pushed out, or a destroyed pool, has more to do (Pool::finish_free).
 Status Engine::free(void* ptr, StreamKey stream) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  auto block = state_->live.erase(address);
-  if (!block) return Status::invalid_value;
+  const std::optional<LiveBlock> block = state_->live.erase(address);
+  if (!block) [[unlikely]] return Status::invalid_value;
   Pool* pool = block->pool;
   PoolStream* share = state_->share_for(pool, stream);
-  const std::uint64_t tick = state_->order.free_tick(share->stream);
-  std::optional<CachedFree> evicted;
-  bool pool_destroyed = false;
-  {
-    std::lock_guard guard(share->lock);
-    evicted = share->push(CachedFree{address, block->placed_bytes, tick});
-    UsageCounter::credit(*share->usage, block->requested_bytes);
-    // Counted off here, as this free's last touch of the pool, unless the pool has more to do
-    // for it (see Pool::destroy): the pool may be reclaimed as soon as the count says drained.
-    pool_destroyed = pool->destroyed();
-    if (!evicted && !pool_destroyed) --share->outstanding;
+  const std::uint64_t tick = HappensBefore::free_tick(share->stream);
+  share->lock.lock();  // nothing below throws before the unlock
+  const std::optional<CachedFree> evicted = share->push(CachedFree{address, block->placed_bytes, tick});
+  UsageCounter::credit(*share->usage, block->requested_bytes);
+  // Counted off here, as this free's last touch of the pool, unless the pool has more to do for
+  // it (see Pool::destroy): the pool may be reclaimed as soon as the count says drained.
+  const bool pool_destroyed = pool->destroyed();
+  if (!evicted && !pool_destroyed) [[likely]] {
+    --share->outstanding;
+    share->lock.unlock();
+    return Status::success;
   }
-  if ((evicted || pool_destroyed) && pool->finish_free(*share, evicted)) state_->pools.reclaim(pool);
+  share->lock.unlock();
+  if (pool->finish_free(*share, evicted)) state_->pools.reclaim(pool);
   return Status::success;
 }
 

@@ -31,6 +31,7 @@ namespace streampool::core {
 
 class Pool;
 class EngineState;
+struct PoolStream;
 
 // What lookup() reports about a live allocation.
 struct BlockInfo {
@@ -181,6 +182,8 @@ class Engine {
   void waited_on(StreamKey waiter, EventKey event);
   void mark_untracked(EventKey event);
   std::uint64_t release_unused_except(int device, std::uint64_t bytes, const Pool* except);
+  [[gnu::noinline]] Status allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes,
+                                         void** out);
 
   std::unique_ptr<EngineState> state_;
 };

@@ -16,54 +16,6 @@ void LiveTable::Shard::grow() {
   }
 }
 
-void LiveTable::Shard::place(const LiveBlock& block, std::uint64_t hash) {
-  for (std::size_t i = home(hash);; i = (i + 1) & (slots.size() - 1)) {
-    if (slots[i].address == 0) {
-      slots[i] = block;
-      return;
-    }
-  }
-}
-
-std::size_t LiveTable::Shard::locate(std::uintptr_t address, std::uint64_t hash) const {
-  if (slots.empty()) return 0;
-  for (std::size_t i = home(hash);; i = (i + 1) & (slots.size() - 1)) {
-    if (slots[i].address == address) return i;
-    if (slots[i].address == 0) return slots.size();
-  }
-}
-
-void LiveTable::insert(const LiveBlock& block) {
-  const std::uint64_t hash = hash_of(block.address);
-  Shard& shard = shard_for(hash);
-  std::lock_guard guard(shard.lock);
-  if ((shard.count + 1) * 4 > shard.slots.size() * 3) shard.grow();  // load factor <= 3/4
-  shard.place(block, hash);
-  ++shard.count;
-}
-
-std::optional<LiveBlock> LiveTable::erase(std::uintptr_t address) {
-  const std::uint64_t hash = hash_of(address);
-  Shard& shard = shard_for(hash);
-  std::lock_guard guard(shard.lock);
-  std::size_t hole = shard.locate(address, hash);
-  if (hole >= shard.slots.size()) return std::nullopt;
-  const LiveBlock found = shard.slots[hole];
-  const std::size_t mask = shard.slots.size() - 1;
-  // Backward-shift deletion keeps every entry reachable from its home slot.
-  for (std::size_t next = (hole + 1) & mask; shard.slots[next].address != 0; next = (next + 1) & mask) {
-    const std::size_t home = shard.home(hash_of(shard.slots[next].address));
-    const bool stays = ((next - home) & mask) < ((next - hole) & mask);
-    if (!stays) {
-      shard.slots[hole] = shard.slots[next];
-      hole = next;
-    }
-  }
-  shard.slots[hole] = LiveBlock{};
-  --shard.count;
-  return found;
-}
-
 std::optional<LiveBlock> LiveTable::find(std::uintptr_t address) const {
   const std::uint64_t hash = hash_of(address);
   Shard& shard = shard_for(hash);

@@ -144,8 +144,15 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   const auto proven = [&](const Requirements& requirements) {
     return requirements.met_by([&](std::uint32_t slot) { return known(slot, false); });
   };
+  // Set when a range was accepted only through the implied order: only then can the chosen fit
+  // need waits made real (order_implied_locked), and a stream reusing its own or proven frees
+  // skips that walk.
+  bool relied_on_implied = false;
   const auto reachable = [&](const Requirements& requirements) {
-    return requirements.met_by([&](std::uint32_t slot) { return known(slot, true); });
+    if (proven(requirements)) return true;
+    const bool implied = requirements.met_by([&](std::uint32_t slot) { return known(slot, true); });
+    relied_on_implied |= implied;
+    return implied;
   };
   FreeIndex& index = space_.free_index();
 
@@ -155,7 +162,7 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   flush_caches_locked();
   if (order_.completion_version() != settled_version_) settle_locked();
   std::optional<FreeRange> fit = index.best_run(placed, reachable);
-  if (fit && !order_implied_locked(requester, fit->address, placed, proven)) {
+  if (fit && relied_on_implied && !order_implied_locked(requester, fit->address, placed, proven)) {
     fit = index.best_run(placed, proven);  // the implied order could not be made real
   }
   if (fit) {

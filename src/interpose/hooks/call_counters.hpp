@@ -19,7 +19,9 @@
 
 namespace streampool::interpose {
 
-struct CounterBlock {
+// Cache-line aligned: blocks of two threads never share a line (malloc would place them side by
+// side, and each thread's stores would then evict the other's counters).
+struct alignas(64) CounterBlock {
   std::array<std::atomic<std::uint64_t>, kHookCount> calls{};
   std::atomic<bool> in_use{false};
   CounterBlock* next = nullptr;
