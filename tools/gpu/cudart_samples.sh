@@ -382,15 +382,8 @@ fi
 cuda_home=$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)
 
 # The runtime (and the fake driver) from the tree, built where missing or out of date.
-if [[ ! -e $build/build.ninja && ! -e $build/Makefile ]]; then
-  say "# configuring $build"
-  (cd "$repo" && tools/setup.sh "$build" -DSTREAMPOOL_BUILD_BENCH=OFF) >>"$log" 2>&1 || { say "FAIL setup configure failed"; exit 1; }
-fi
-say "# building streampool_cudart streampool_fakecuda in $build"
-if ! cmake --build "$build" --target streampool_cudart streampool_fakecuda -j"$(nproc 2>/dev/null || echo 2)" >>"$log" 2>&1; then
-  say "FAIL setup the runtime did not build (see above)"
-  exit 1
-fi
+source "$here/build_targets.sh"
+build_targets "$build" "the runtime" streampool_cudart streampool_fakecuda || exit 1
 runtime_lib=$build/runtime/libstreampool_cudart.so
 fake_lib=$build/fakecuda/libcuda.so.1
 if [[ ! -f $runtime_lib ]]; then

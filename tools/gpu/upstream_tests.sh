@@ -54,15 +54,8 @@ say() { echo "$*" | tee -a "$log"; }
 torch_select=${UPSTREAM_TORCH_SELECT:-"alloc or memory or mem_pool or mempool or pool or cache or stream or graph or pin or oom or empty or snapshot or fraction"}
 cupy_select=${UPSTREAM_CUPY_SELECT:-}
 
-if [[ ! -e $build/build.ninja && ! -e $build/Makefile ]]; then
-  say "# configuring $build"
-  (cd "$repo" && tools/setup.sh "$build" -DSTREAMPOOL_BUILD_BENCH=OFF) >>"$log" 2>&1 || { say "FAIL setup configure failed"; exit 1; }
-fi
-say "# building streampool_alloc streampool_fakecuda in $build"
-if ! cmake --build "$build" --target streampool_alloc streampool_fakecuda -j"$(nproc 2>/dev/null || echo 2)" >>"$log" 2>&1; then
-  say "FAIL setup libstreampool_alloc.so did not build (see above)"
-  exit 1
-fi
+source "$here/build_targets.sh"
+build_targets "$build" libstreampool_alloc.so streampool_alloc streampool_fakecuda || exit 1
 library=$build/pluggable/libstreampool_alloc.so
 [[ -f $library ]] || { say "FAIL setup no $library"; exit 1; }
 export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH} STREAMPOOL_LIBRARY=$library PYTHONDONTWRITEBYTECODE=1
