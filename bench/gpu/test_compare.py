@@ -130,6 +130,30 @@ class SampleRunsTest(unittest.TestCase):
         row = table_row(summary, "## Runtime API", "16 host threads, own streams: aggregate alloc+free pairs/s")
         self.assertEqual(row[1:4], ["0.18 M/s", "25 M/s", "138.9x faster"])
 
+    def test_growth_rows_compare_nanoseconds_per_gib_and_appear_only_where_a_run_has_them(self):
+        _, summary = self.run_compare()
+        self.assertNotIn("grow 1 GiB in 2 MiB pieces", summary)  # the sample runs predate the workload
+
+        def add_growth(grow_ns, release_ns):
+            def edit(document):
+                document["benchmarks"].append({
+                    "name": "grow_release_1GiB_2MiB/real_time", "run_name": "grow_release_1GiB_2MiB/real_time",
+                    "run_type": "iteration", "threads": 1, "real_time": grow_ns + release_ns, "time_unit": "ns",
+                    "grow_ns": grow_ns, "release_ns": release_ns})
+            return edit
+        self.rewrite("driver-nvidia.json", add_growth(4.0e6, 2.0e6))
+        self.rewrite("driver-streampool.json", add_growth(6.0e6, 1.0e6))
+        status, summary = self.run_compare("--strict")
+        row = table_row(summary, "## Driver API", "grow 1 GiB in 2 MiB pieces: mapping (ns per GiB)")
+        self.assertEqual(row[1:], ["4.00 ms", "6.00 ms", "1.50x NVIDIA's time", "<= 1x NVIDIA's", "NO"])
+        row = table_row(summary, "## Driver API", "the same: free, synchronize, trim to 0 (ns per GiB)")
+        self.assertEqual(row[1:], ["2.00 ms", "1.00 ms", "0.50x NVIDIA's time", "-", "-"])
+        self.assertEqual(status, 3)
+        # The runtime binaries have no growth entries: no rows there.
+        runtime = summary[summary.index("## Runtime API"):summary.index("## Driver API")]
+        self.assertNotIn("grow 1 GiB", runtime)
+
+
 
 class IndexResultsTest(unittest.TestCase):
     def test_the_median_of_repetitions_is_used_over_single_repetitions(self):

@@ -280,6 +280,49 @@ void synchronized_pair_legacy(benchmark::State& state) {
   }
 }
 
+// (f) growth and release: from an empty pool, 1 GiB allocated in pieces of kPiece bytes on one
+// stream, everything freed, the stream synchronized and the pool trimmed to 0; one iteration
+// grows and releases 1 GiB. A first prefill of a model is such a burst of growth: the pool maps
+// as it goes (NVIDIA's in 32 MiB chunks, streampool's by the granules a request needs), and what
+// the mapping costs per GiB is what the burst costs. Counters, in ns per GiB: grow_ns (the
+// allocations, where the mapping happens) and release_ns (the frees, the synchronize and the trim,
+// where the unmapping happens).
+inline constexpr std::size_t kGrowthBytes = std::size_t{1} << 30;
+
+template <class Api, std::size_t kPiece>
+void grow_release_1GiB(benchmark::State& state) {
+  GpuResources<Api>* gpu = ready_gpu<Api>(state);
+  if (gpu == nullptr || !start_from_empty_pool<Api>(state, *gpu)) return;
+  std::vector<typename Api::Ptr> blocks(kGrowthBytes / kPiece, typename Api::Ptr{});
+  using Clock = std::chrono::steady_clock;
+  Clock::duration grow{};
+  Clock::duration release{};
+  for (auto _ : state) {
+    const auto started = Clock::now();
+    bool allocated = true;
+    for (auto& block : blocks) {
+      allocated = succeeded<Api>(state, Api::alloc(&block, kPiece, gpu->main_stream), "alloc");
+      if (!allocated) break;
+    }
+    const auto grown = Clock::now();
+    for (auto& block : blocks) {
+      if (block != typename Api::Ptr{}) (void)Api::free(block, gpu->main_stream);
+      block = typename Api::Ptr{};
+    }
+    if (!allocated || !succeeded<Api>(state, Api::stream_sync(gpu->main_stream), "synchronize") ||
+        !succeeded<Api>(state, Api::trim(gpu->pool, 0), "trim to 0")) {
+      break;
+    }
+    release += Clock::now() - grown;
+    grow += grown - started;
+  }
+  const double iterations = static_cast<double>(state.iterations());
+  if (iterations > 0.0) {
+    state.counters["grow_ns"] = static_cast<double>(std::chrono::nanoseconds(grow).count()) / iterations;
+    state.counters["release_ns"] = static_cast<double>(std::chrono::nanoseconds(release).count()) / iterations;
+  }
+}
+
 // The names compare.py looks for; keep them in step with WORKLOADS there.
 template <class Api>
 void register_workloads() {
@@ -296,6 +339,12 @@ void register_workloads() {
   threads->UseRealTime()->Unit(kNanosecond);
   benchmark::RegisterBenchmark("cross_stream_event", &cross_stream_event<Api>)->UseRealTime()->Unit(kNanosecond);
   benchmark::RegisterBenchmark("synchronized_pair_legacy", &synchronized_pair_legacy<Api>)
+      ->UseRealTime()
+      ->Unit(kNanosecond);
+  benchmark::RegisterBenchmark("grow_release_1GiB_64MiB", &grow_release_1GiB<Api, 64 * kOneMiB>)
+      ->UseRealTime()
+      ->Unit(kNanosecond);
+  benchmark::RegisterBenchmark("grow_release_1GiB_2MiB", &grow_release_1GiB<Api, 2 * kOneMiB>)
       ->UseRealTime()
       ->Unit(kNanosecond);
 }
