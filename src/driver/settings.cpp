@@ -64,4 +64,27 @@ bool auto_release_requested() noexcept {
   return requested;
 }
 
+namespace {
+// Off unless asked for in so many words: a value that is not clearly on or off must not change
+// where the program's synchronous allocations come from.
+bool read_serve_malloc() noexcept {
+  const char* value = std::getenv("STREAMPOOL_SERVE_MALLOC");
+  if (value == nullptr || value[0] == '\0') return false;
+  for (const char* no : {"0", "false", "no", "off"}) {
+    if (std::strcmp(value, no) == 0) return false;
+  }
+  for (const char* yes : {"1", "true", "yes", "on"}) {
+    if (std::strcmp(value, yes) == 0) return true;
+  }
+  log::notice(log::Level::warn, "unknown STREAMPOOL_SERVE_MALLOC value '%.64s' (expected 1 or 0): cuMemAlloc is not served",
+              value);
+  return false;
+}
+}  // namespace
+
+bool serve_malloc_requested() noexcept {
+  static const bool requested = read_serve_malloc();  // read once: one warning however many ask
+  return requested;
+}
+
 }  // namespace streampool::driver
