@@ -5,22 +5,18 @@
 // work, its cuMemFree waits for pending stream work (a host function stands for a kernel), the
 // cap counts it once, context destruction and a primary context reset free it, and threads never
 // get overlapping blocks. Bad settings: one line on stderr, nothing served.
-#include <fcntl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <thread>
 
-#include "hooks_test_api.hpp"
-#include "streampool/streampool.h"
+#include "hooks_limit_info.hpp"
 
 namespace {
 
@@ -35,17 +31,7 @@ const bool environment_set = [] {
   return true;
 }();
 
-streampool_device_limit limit_info(int device) {
-  using Info = int (*)(int, streampool_device_limit*);
-  auto info = reinterpret_cast<Info>(hooks_test::streampool_symbol("streampool_limit_info"));
-  streampool_device_limit figures{};
-  figures.struct_size = sizeof figures;
-  EXPECT_NE(info, nullptr);
-  if (info != nullptr) {
-    EXPECT_EQ(info(device, &figures), 0);
-  }
-  return figures;
-}
+using hooks_test::limit_info;
 std::uint64_t served(int device = 0) { return limit_info(device).served_malloc; }
 
 // The fake driver's own entry point, around streampool.
@@ -240,15 +226,19 @@ void write_later(void* data) {
   std::memset(reinterpret_cast<void*>(write->target), 0xee, write->bytes);  // the fake's memory is the host's
   write->done.store(true);
 }
+constexpr size_t kBytes = 256 * 1024;
+// Queues the write of a whole block of kBytes on `on`.
+void write_on(CUstream on, CUdeviceptr block, PendingWrite* write) {
+  write->target = block;
+  write->bytes = kBytes;
+  ASSERT_EQ(SP(cuLaunchHostFunc)(on, write_later, write), CUDA_SUCCESS);
+}
 
 TEST_F(ServeMalloc, AFreeWaitsForPendingStreamWorkBeforeTheBlockIsReused) {
-  constexpr size_t kBytes = 256 * 1024;
   CUdeviceptr p = 0;
   ASSERT_EQ(SP(cuMemAlloc_v2)(&p, kBytes), CUDA_SUCCESS);
   PendingWrite write;
-  write.target = p;
-  write.bytes = kBytes;
-  ASSERT_EQ(SP(cuLaunchHostFunc)(stream, write_later, &write), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(write_on(stream, p, &write));
   ASSERT_EQ(SP(cuMemFree_v2)(p), CUDA_SUCCESS);
   EXPECT_TRUE(write.done.load()) << "cuMemFree returned while the stream still wrote the block";
   CUdeviceptr q = 0;
@@ -262,13 +252,10 @@ TEST_F(ServeMalloc, AFreeWaitsForPendingStreamWorkBeforeTheBlockIsReused) {
 }
 
 TEST_F(ServeMalloc, AStreamOrderedFreeOfAServedBlockIsNotReusedWhileItsStreamRuns) {
-  constexpr size_t kBytes = 256 * 1024;
   CUdeviceptr p = 0;
   ASSERT_EQ(SP(cuMemAlloc_v2)(&p, kBytes), CUDA_SUCCESS);
   PendingWrite write;
-  write.target = p;
-  write.bytes = kBytes;
-  ASSERT_EQ(SP(cuLaunchHostFunc)(stream, write_later, &write), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(write_on(stream, p, &write));
   ASSERT_EQ(SP(cuMemFreeAsync)(p, stream), CUDA_SUCCESS);  // the driver accepts it for cuMemAlloc memory
   CUdeviceptr q = 0;
   ASSERT_EQ(SP(cuMemAlloc_v2)(&q, kBytes), CUDA_SUCCESS);
@@ -353,23 +340,9 @@ TEST_F(ServeMalloc, ThreadsAllocatingAndFreeingNeverGetOverlappingBlocks) {
 
 // ---- children: other settings, and a primary context reset ----
 
-void capture_stderr(const char* path) {
-  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_GE(dup2(fd, 2), 0);
-  close(fd);
-}
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-size_t lines_with(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
-  return count;
-}
+using hooks_test::capture_stderr;
+using hooks_test::read_text;
+size_t lines_with(const std::string& text, const std::string& needle) { return hooks_test::occurrences(text, needle); }
 void make_primary_current() {
   ASSERT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
   CUcontext primary = nullptr;

@@ -92,6 +92,10 @@ inline ProcessState* existing_state() noexcept {
   return detail::process_state.load(std::memory_order_acquire);
 }
 
+// The props of a device's default pool (pinned device memory of `device`), and of the pools made
+// like it (serve/serve_pools.cpp).
+core::PoolProps device_pool_props(CUdevice device) noexcept;
+
 // Once per process, on the first hook call: fork handler, STREAMPOOL_STATS report at exit.
 void note_first_use() noexcept;
 

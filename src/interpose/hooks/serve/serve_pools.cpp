@@ -24,21 +24,12 @@ namespace streampool::interpose::serve_hooks {
 
 namespace {
 
-core::PoolProps serving_props(CUdevice device) noexcept {
-  core::PoolProps props;
-  props.kind = core::PoolKind::device;
-  props.allocation_type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location_type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.location_id = device;
-  return props;
-}
-
 CUresult create_pool(ServeState& s, CUdevice device, core::Pool** pool) noexcept {
   try {
     std::lock_guard lock(s.create_mutex);
     core::Pool* existing = s.pools[device].load(std::memory_order_acquire);
     if (existing == nullptr) {
-      const core::PoolProps props = serving_props(device);
+      const core::PoolProps props = device_pool_props(device);
       std::unique_ptr<core::Backing> backing;
       core::Status status = driver::make_backing(props, &backing);
       if (!core::ok(status)) return to_cuda(status);
