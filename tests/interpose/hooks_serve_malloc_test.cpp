@@ -3,8 +3,8 @@
 // synchronous promises. A served block is no driver allocation (the fake's cuMemAlloc is not
 // reached), is described as cuMemAlloc memory (attributes, address range), copies to and from it
 // work, its cuMemFree waits for pending stream work (a host function stands for a kernel), the
-// cap counts it once, context destruction and a primary context reset free it, and threads never
-// get overlapping blocks. Bad settings: one line on stderr, nothing served.
+// cap and the group budget count it once, context destruction and a primary context reset free
+// it, and threads never get overlapping blocks. Bad settings: one line on stderr, nothing served.
 
 #include <algorithm>
 #include <atomic>
@@ -376,6 +376,25 @@ TEST(ServeMallocChild, DISABLED_APrimaryContextResetFreesWhatItWasServed) {
   EXPECT_EQ(SP(cuMemFree_v2)(p), CUDA_SUCCESS);
 }
 
+// No process cap, a group of one with a limit: served memory is charged on the group once.
+TEST(ServeMallocChild, DISABLED_TheGroupCountsServedMemoryOnce) {
+  make_primary_current();
+  size_t free_start = 0, free_bytes = 0, total_bytes = 0;
+  ASSERT_EQ(SP(cuMemGetInfo_v2)(&free_start, &total_bytes), CUDA_SUCCESS);
+  EXPECT_EQ(total_bytes, 512 * kMiB);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, 100 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetInfo_v2)(&free_bytes, &total_bytes), CUDA_SUCCESS);
+  EXPECT_EQ(free_bytes, free_start - 100 * kMiB) << "charged once, as pool memory";
+  EXPECT_EQ(served(), 100 * kMiB);
+  EXPECT_EQ(limit_info(0).forwarded, 0u);
+  CUdeviceptr refused = 0;
+  EXPECT_EQ(SP(cuMemAlloc_v2)(&refused, 450 * kMiB), CUDA_ERROR_OUT_OF_MEMORY) << "the group's limit";
+  ASSERT_EQ(SP(cuMemFree_v2)(p), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemGetInfo_v2)(&free_bytes, &total_bytes), CUDA_SUCCESS);
+  EXPECT_EQ(free_bytes, free_start) << "given back to the group";
+}
+
 class ServeMallocSettings : public ::testing::Test {
  protected:
   std::string log_path = "/tmp/streampool_serve_child_" + std::to_string(getpid()) + ".log";
@@ -396,6 +415,18 @@ TEST_F(ServeMallocSettings, OffMeansTheDriversAllocationsSilently) {
                                        {"STREAMPOOL_SERVE_MALLOC=0", "SERVE_CHILD_STDERR=" + log_path}),
             0);
   EXPECT_EQ(read_text(log_path), "");
+}
+
+TEST_F(ServeMallocSettings, TheGroupBudgetCountsServedMemoryOnce) {
+  char pattern[] = "/tmp/streampool-serve-group-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  EXPECT_EQ(hooks_test::run_child_test("ServeMallocChild.DISABLED_TheGroupCountsServedMemoryOnce",
+                                       {"STREAMPOOL_LIMIT=", "STREAMPOOL_GROUP=serve", "STREAMPOOL_GROUP_DIR=" + dir,
+                                        "STREAMPOOL_GROUP_LIMIT=512M"}),
+            0);
+  const std::string command = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
 }
 
 TEST_F(ServeMallocSettings, APrimaryContextResetFreesWhatItWasServed) {
