@@ -48,6 +48,13 @@ class ServeMalloc : public hooks_test::DriverTest {
     size_t free_bytes = 0, total_bytes = 0;  // the cap resolves its devices: streampool_limit_info knows them
     ASSERT_EQ(SP(cuMemGetInfo_v2)(&free_bytes, &total_bytes), CUDA_SUCCESS);
   }
+  // cuMemAlloc_v2 of `bytes`, which must be served: the fake driver's cuMemAlloc is not reached.
+  void served_alloc(CUdeviceptr* p, size_t bytes) {
+    const auto driver_allocs = hooks_test::fake_calls("cuMemAlloc_v2");
+    ASSERT_EQ(SP(cuMemAlloc_v2)(p, bytes), CUDA_SUCCESS);
+    ASSERT_NE(*p, 0u);
+    ASSERT_EQ(hooks_test::fake_calls("cuMemAlloc_v2"), driver_allocs) << "not served: the driver's allocation";
+  }
 };
 
 TEST_F(ServeMalloc, AnAllocationIsServedFromAPoolAndCountedAsServed) {
@@ -69,7 +76,7 @@ TEST_F(ServeMalloc, AnAllocationIsServedFromAPoolAndCountedAsServed) {
 
 TEST_F(ServeMalloc, PointerAttributesDescribeDriverMemoryOfTheBlock) {
   CUdeviceptr p = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, 5000), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&p, 5000));
   unsigned int type = 0;
   int ordinal = -1;
   CUcontext owner = nullptr;
@@ -109,7 +116,7 @@ TEST_F(ServeMalloc, PointerAttributesDescribeDriverMemoryOfTheBlock) {
 
 TEST_F(ServeMalloc, TheAddressRangeIsTheBlocksOwnFromItsBaseAndFromInside) {
   CUdeviceptr p = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, 777), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&p, 777));
   CUdeviceptr base = 0;
   size_t size = 0;
   ASSERT_EQ(SP(cuMemGetAddressRange_v2)(&base, &size, p), CUDA_SUCCESS);
@@ -127,8 +134,8 @@ TEST_F(ServeMalloc, CopiesAndMemsetsReachTheMemory) {
   constexpr size_t kBytes = 64 * 1024;
   CUdeviceptr a = 0;
   CUdeviceptr b = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&a, kBytes), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&b, kBytes), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&a, kBytes));
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&b, kBytes));
   std::vector<unsigned char> in(kBytes), out(kBytes, 0);
   for (size_t i = 0; i < kBytes; ++i) in[i] = static_cast<unsigned char>(i * 7);
   ASSERT_EQ(SP(cuMemcpyHtoD_v2)(a, in.data(), kBytes), CUDA_SUCCESS);
@@ -146,7 +153,7 @@ TEST_F(ServeMalloc, FreeOfNullSucceeds) { EXPECT_EQ(SP(cuMemFree_v2)(0), CUDA_SU
 
 TEST_F(ServeMalloc, ADoubleFreeOrAnInteriorPointerIsInvalidValue) {
   CUdeviceptr p = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, 4096), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&p, 4096));
   EXPECT_EQ(SP(cuMemFree_v2)(p + 512), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(SP(cuMemFree_v2)(p), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemFree_v2)(p), CUDA_ERROR_INVALID_VALUE);
@@ -197,7 +204,7 @@ TEST_F(ServeMalloc, ThePitchIsTheDriversAndTheBlockHoldsEveryRow) {
 TEST_F(ServeMalloc, TheCapCountsServedMemoryAndRefusesBeyondIt) {
   const std::uint64_t charged_before = limit_info(0).charged;
   CUdeviceptr big = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&big, 200 * kMiB), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&big, 200 * kMiB));
   EXPECT_GE(limit_info(0).charged, charged_before + 200 * kMiB);
   CUdeviceptr more = 0;
   EXPECT_EQ(SP(cuMemAlloc_v2)(&more, 100 * kMiB), CUDA_ERROR_OUT_OF_MEMORY) << "the cap is 256 MiB";
@@ -209,7 +216,7 @@ TEST_F(ServeMalloc, TheCapCountsServedMemoryAndRefusesBeyondIt) {
   ASSERT_EQ(SP(cuMemFree_v2)(big), CUDA_SUCCESS);
   EXPECT_EQ(served(), 0u);
   EXPECT_EQ(limit_info(0).charged, charged_before) << "the freed granules went back to the device";
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&more, 250 * kMiB), CUDA_SUCCESS) << "room again";
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&more, 250 * kMiB)) << "room again";
   ASSERT_EQ(SP(cuMemFree_v2)(more), CUDA_SUCCESS);
   EXPECT_EQ(served(), 0u);
 }
@@ -236,13 +243,13 @@ void write_on(CUstream on, CUdeviceptr block, PendingWrite* write) {
 
 TEST_F(ServeMalloc, AFreeWaitsForPendingStreamWorkBeforeTheBlockIsReused) {
   CUdeviceptr p = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, kBytes), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&p, kBytes));
   PendingWrite write;
   ASSERT_NO_FATAL_FAILURE(write_on(stream, p, &write));
   ASSERT_EQ(SP(cuMemFree_v2)(p), CUDA_SUCCESS);
   EXPECT_TRUE(write.done.load()) << "cuMemFree returned while the stream still wrote the block";
   CUdeviceptr q = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&q, kBytes), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&q, kBytes));
   ASSERT_EQ(SP(cuMemsetD8_v2)(q, 0, kBytes), CUDA_SUCCESS);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::vector<unsigned char> out(kBytes, 1);
@@ -253,12 +260,12 @@ TEST_F(ServeMalloc, AFreeWaitsForPendingStreamWorkBeforeTheBlockIsReused) {
 
 TEST_F(ServeMalloc, AStreamOrderedFreeOfAServedBlockIsNotReusedWhileItsStreamRuns) {
   CUdeviceptr p = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, kBytes), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&p, kBytes));
   PendingWrite write;
   ASSERT_NO_FATAL_FAILURE(write_on(stream, p, &write));
   ASSERT_EQ(SP(cuMemFreeAsync)(p, stream), CUDA_SUCCESS);  // the driver accepts it for cuMemAlloc memory
   CUdeviceptr q = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&q, kBytes), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&q, kBytes));
   if (!write.done.load()) {
     EXPECT_TRUE(q + kBytes <= p || p + kBytes <= q) << "a block the stream still writes was handed out";
   }
@@ -271,7 +278,7 @@ TEST_F(ServeMalloc, DestroyingAContextFreesWhatItWasServed) {
   ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);
   const std::uint64_t charged_before = limit_info(0).charged;
   CUdeviceptr p = 0;
-  ASSERT_EQ(SP(cuMemAlloc_v2)(&p, 100 * kMiB), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(served_alloc(&p, 100 * kMiB));
   CUcontext owner = nullptr;
   EXPECT_EQ(SP(cuPointerGetAttribute)(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, p), CUDA_SUCCESS);
   EXPECT_EQ(owner, created);
