@@ -8,8 +8,6 @@
 // always enters its own entry after the old one went.
 #include "serve_malloc.hpp"
 
-#include <vector>
-
 #include "hooks/control/process_limit.hpp"
 #include "driver/driver_table.hpp"
 #include "driver/settings.hpp"
@@ -166,7 +164,7 @@ void context_ended(CUcontext context) noexcept {
   if (current == nullptr || context == nullptr) return;
   ServeState& s = current->serve;
   try {
-    std::vector<int> devices;
+    bool freed_on[kMaxDevices] = {};
     {
       std::lock_guard lock(s.blocks_mutex);
       for (auto it = s.blocks.begin(); it != s.blocks.end();) {
@@ -177,13 +175,13 @@ void context_ended(CUcontext context) noexcept {
         // The driver destroyed the context after its work ended: nothing uses the block. An
         // entry whose block went back through cuMemFreeAsync is refused here, and only dropped.
         (void)current->engine.free_completed(reinterpret_cast<void*>(it->first));
-        devices.push_back(it->second.device);
+        if (it->second.device >= 0 && it->second.device < kMaxDevices) freed_on[it->second.device] = true;
         it = s.blocks.erase(it);
       }
     }
-    for (int device : devices) {
-      core::Pool* pool = s.pools[device].load(std::memory_order_acquire);
-      if (pool != nullptr) (void)current->engine.trim_to(pool, 0);
+    for (int device = 0; device < kMaxDevices; ++device) {
+      core::Pool* pool = freed_on[device] ? s.pools[device].load(std::memory_order_acquire) : nullptr;
+      if (pool != nullptr) (void)current->engine.trim_to(pool, 0);  // the granules go back, as the driver's would
     }
   } catch (...) {
   }
