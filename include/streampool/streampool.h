@@ -101,6 +101,8 @@ typedef struct streampool_device_limit {
   uint64_t estimated_uncounted;   /* an estimate, not a count: device memory that went since the first
                                      cuMemGetInfo under the cap and that nothing above accounts for
                                      (contexts, modules, the driver's own use, other processes) */
+  uint64_t served_malloc;         /* of pools_in_use: cuMemAlloc and cuMemAllocPitch memory served from
+                                     streampool's pools (STREAMPOOL_SERVE_MALLOC=1), not yet freed */
 } streampool_device_limit;
 
 /* Fills *info for `device`. 0, or -1 for a device streampool has not seen, a NULL info or a

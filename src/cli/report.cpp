@@ -111,6 +111,10 @@ std::string render_report(const Json& report, const std::string& title) {
                   human_bytes(device["pools_cached"].number_or(0)).c_str(),
                   human_bytes(device["forwarded"].number_or(0)).c_str());
     out << line;
+    // STREAMPOOL_SERVE_MALLOC: of the pools' memory in use, what cuMemAlloc was served.
+    if (const double malloc_served = device["served_malloc"].number_or(0); malloc_served > 0) {
+      out << "; cuMemAlloc served from the pools: " << human_bytes(malloc_served);
+    }
     const double uncounted = device["estimated_uncounted"].number_or(0);
     if (uncounted > 0) out << "; not counted, estimated: " << human_bytes(uncounted);
     out << "\n";

@@ -29,4 +29,9 @@ bool strict_reuse_requested() noexcept;
 // a threshold of 0 unless the program set one. Anything else is one line on stderr and CUDA's rule.
 bool auto_release_requested() noexcept;
 
+// STREAMPOOL_SERVE_MALLOC=1: cuMemAlloc, cuMemAllocPitch and their cuMemFree are served from
+// streampool's pools (interpose/hooks/serve/), so that the process has one budget. 1/true/yes/on
+// serve, 0/false/no/off (and unset) do not; anything else is one line on stderr and off. Read once.
+bool serve_malloc_requested() noexcept;
+
 }  // namespace streampool::driver

@@ -12,8 +12,7 @@
 #include <random>
 #include <sstream>
 
-#include "hooks_test_api.hpp"
-#include "streampool/streampool.h"
+#include "hooks_limit_info.hpp"
 
 namespace {
 
@@ -30,17 +29,7 @@ const bool environment_set = [] {
   return true;
 }();
 
-streampool_device_limit limit_info(int device) {
-  using Info = int (*)(int, streampool_device_limit*);
-  auto info = reinterpret_cast<Info>(hooks_test::streampool_symbol("streampool_limit_info"));
-  streampool_device_limit figures{};
-  figures.struct_size = sizeof figures;
-  EXPECT_NE(info, nullptr);
-  if (info != nullptr) {
-    EXPECT_EQ(info(device, &figures), 0);
-  }
-  return figures;
-}
+using hooks_test::limit_info;
 std::uint64_t charged(int device) { return limit_info(device).charged; }
 
 class Caps : public hooks_test::DriverTest {
@@ -357,24 +346,9 @@ TEST_F(Caps, RandomProgramsKeepTheCountEqualToThePoolsReservationsAndTheDriverAl
 
 // ---- children: other settings, and a context reset (run by the tests after them) ----
 
-// Everything the child writes to stderr from here on, into `path`.
-void capture_stderr(const char* path) {
-  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_GE(dup2(fd, 2), 0);
-  close(fd);
-}
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-size_t lines_with(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
-  return count;
-}
+using hooks_test::capture_stderr;
+using hooks_test::read_text;
+size_t lines_with(const std::string& text, const std::string& needle) { return hooks_test::occurrences(text, needle); }
 // The total cuMemGetInfo answers on device 0, in a fresh child (its first driver calls are these).
 size_t child_total() {
   EXPECT_EQ(SP(cuInit)(0), CUDA_SUCCESS);

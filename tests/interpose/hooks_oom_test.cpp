@@ -43,18 +43,8 @@ std::string hex(const void* handle) {
   return text;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t count = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
-  return count;
-}
+using hooks_test::read_text;
+size_t count_of(const std::string& text, const std::string& needle) { return hooks_test::occurrences(text, needle); }
 
 // Everything the child writes to stderr from here on, into OOM_CHILD_STDERR.
 void capture_stderr() {

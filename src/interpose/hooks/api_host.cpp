@@ -60,6 +60,7 @@ bool host_limit_info(int device, streampool_device_limit* info) noexcept {
   info->forwarded = figures.forwarded_bytes;
   info->peak = figures.peak_bytes;
   info->estimated_uncounted = figures.estimated_other_bytes;
+  info->served_malloc = figures.served_malloc_bytes;
   return true;
 }
 

@@ -23,6 +23,7 @@
 #include "process_state.hpp"
 #include "tracking.hpp"
 #include "report/trace_points.hpp"
+#include "serve/serve_malloc.hpp"
 
 namespace streampool::interpose {
 
@@ -127,6 +128,7 @@ void context_ended(CUcontext context, const ContextStreams& streams, CUdevice pr
     state().ordering.context_destroyed(context);
     driver::forget_context(context);
     control_hooks::context_ended(context);  // its cuMemAlloc memory went with it
+    serve_hooks::context_ended(context);    // and so does what streampool served it
     for (core::StreamKey key : streams.keys) engine().stream_ended(key);
     if (primary_of >= 0) {
       driver::forget_primary_context(primary_of);

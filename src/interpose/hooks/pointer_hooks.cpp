@@ -9,6 +9,9 @@
 //     from the real driver, which sees the VMM mapping underneath.
 //   An imported allocation (another process's pool) is freed by unmapping it (ipc.hpp).
 //   cuMemGetAddressRange_v2: the allocation itself.
+//   A block served for cuMemAlloc (STREAMPOOL_SERVE_MALLOC, serve/serve_malloc.hpp) is described
+//   as the driver describes cuMemAlloc memory: device memory of its device and the context it was
+//   served in, no pool (MEMPOOL_HANDLE null); its cuMemFree is serve_hooks::mem_free.
 // Pointers the engine does not own go to the real driver untouched.
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "ipc/ipc.hpp"
 #include "tracking.hpp"
 #include "report/trace_points.hpp"
+#include "serve/serve_malloc.hpp"
 
 namespace streampool::interpose {
 
@@ -30,8 +34,29 @@ bool pool_block(CUdeviceptr address, core::BlockInfo* info) {
   return address != 0 && engine().owns(pointer) && engine().lookup(pointer, info);
 }
 
+// A served block's answers, where they differ from a pool block's; false for the others.
+bool answer_served_attribute(CUpointer_attribute attribute, const core::BlockInfo& info, void* data) noexcept {
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+      *static_cast<CUmemoryPool*>(data) = nullptr;
+      return true;
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      *static_cast<CUcontext*>(data) = serve_hooks::context_of(info.base);
+      return true;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *static_cast<unsigned int*>(data) = CU_MEMORYTYPE_DEVICE;
+      return true;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = engine().props(info.pool).location_id;
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Writes streampool's answer for one attribute; false when the real driver's answer stands.
 bool answer_attribute(CUpointer_attribute attribute, const core::BlockInfo& info, void* data) noexcept {
+  if (serve_hooks::is_serving_pool(info.pool) && answer_served_attribute(attribute, info, data)) return true;
   // Pinned host pools hold host memory, mapped at the same address for the CPU and every device.
   const bool host_memory = engine().props(info.pool).kind == core::PoolKind::pinned_host;
   if (host_memory) {
@@ -79,6 +104,7 @@ CUresult mem_free(CUdeviceptr dptr) noexcept {
     if (!engine().lookup(pointer, &info) || info.base != static_cast<std::uintptr_t>(dptr)) {
       return CUDA_ERROR_INVALID_VALUE;  // an interior pointer, or one already freed
     }
+    if (serve_hooks::is_serving_pool(info.pool)) return serve_hooks::mem_free(dptr, info);
     // cuMemFree synchronises: once it returned, every use of the block has finished.
     // Only the current context is synchronised: the ticket covers its streams alone.
     core::SyncTicket ticket = ticket_for_context(current_context(), true);

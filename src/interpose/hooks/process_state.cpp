@@ -39,6 +39,8 @@ void child_after_fork() {
   driver::forget_captures();
 }
 
+}  // namespace
+
 core::PoolProps device_pool_props(CUdevice device) noexcept {
   core::PoolProps props;
   props.kind = core::PoolKind::device;
@@ -47,8 +49,6 @@ core::PoolProps device_pool_props(CUdevice device) noexcept {
   props.location_id = device;
   return props;
 }
-
-}  // namespace
 
 namespace detail {
 

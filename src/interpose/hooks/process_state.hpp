@@ -20,6 +20,7 @@
 #include "location_pools.hpp"
 #include "reentry_guard.hpp"
 #include "report/oom_report.hpp"
+#include "serve/serve_state.hpp"
 
 namespace streampool::interpose {
 
@@ -67,6 +68,7 @@ struct ProcessState {
   LocationPools location_pools{engine};  // host and managed locations (location_pools.hpp)
   control_hooks::CapState caps;            // STREAMPOOL_LIMIT (control/process_limit.hpp)
   OomReports oom;                          // failed allocations (report/oom_report.hpp)
+  serve_hooks::ServeState serve;           // STREAMPOOL_SERVE_MALLOC (serve/serve_malloc.hpp)
   // The state a forked child abandoned before this one was made: kept reachable, so that a leak
   // checker does not report at the child's exit what was abandoned on purpose.
   ProcessState* abandoned_before_fork = nullptr;
@@ -89,6 +91,10 @@ inline LocationPools& location_pools() noexcept { return state().location_pools;
 inline ProcessState* existing_state() noexcept {
   return detail::process_state.load(std::memory_order_acquire);
 }
+
+// The props of a device's default pool (pinned device memory of `device`), and of the pools made
+// like it (serve/serve_pools.cpp).
+core::PoolProps device_pool_props(CUdevice device) noexcept;
 
 // Once per process, on the first hook call: fork handler, STREAMPOOL_STATS report at exit.
 void note_first_use() noexcept;

@@ -11,6 +11,7 @@
 #include "driver/log.hpp"
 #include "hooks/process_state.hpp"
 #include "hooks/report/oom_report.hpp"
+#include "hooks/serve/serve_malloc.hpp"
 
 namespace streampool::interpose::control_hooks {
 
@@ -337,6 +338,7 @@ bool device_figures(int device, DeviceFigures* figures) noexcept {
     });
     out.in_use_bytes = used < out.pools_bytes ? used : out.pools_bytes;
     out.cached_bytes = out.pools_bytes - out.in_use_bytes;
+    out.served_malloc_bytes = serve_hooks::served_bytes(device);
     const std::uint64_t start = s.free_at_start[device].load(std::memory_order_acquire);
     const std::uint64_t last = s.free_last[device].load(std::memory_order_acquire);
     if (start != 0 && last != 0 && start > last) {

@@ -102,6 +102,7 @@ struct DeviceFigures {
   std::uint64_t forwarded_bytes = 0;  // cuMemAlloc, cuMemAllocPitch, cuMemCreate
   std::uint64_t estimated_other_bytes = 0;  // uncounted use since the first cuMemGetInfo (estimate)
   std::uint64_t peak_bytes = 0;             // the most counted at once (pools and forwarded)
+  std::uint64_t served_malloc_bytes = 0;    // of in_use_bytes, served for cuMemAlloc (STREAMPOOL_SERVE_MALLOC)
 };
 // No driver call: fit for the report at exit, after the driver's teardown.
 bool device_figures(int device, DeviceFigures* figures) noexcept;

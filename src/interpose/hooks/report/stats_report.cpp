@@ -87,7 +87,8 @@ void append_devices(std::string& out) {
     append_field(out, "pools_in_use", figures.in_use_bytes);
     append_field(out, "pools_cached", figures.cached_bytes);
     append_field(out, "forwarded", figures.forwarded_bytes);
-    append_field(out, "estimated_uncounted", figures.estimated_other_bytes, false);
+    append_field(out, "estimated_uncounted", figures.estimated_other_bytes);
+    append_field(out, "served_malloc", figures.served_malloc_bytes, false);
     out += '}';
   }
 }
