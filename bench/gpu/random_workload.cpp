@@ -14,16 +14,16 @@ std::size_t log_uniform_bytes(std::uint64_t draw) {
   return whole < kRandomMinBytes ? kRandomMinBytes : (whole > kRandomMaxBytes ? kRandomMaxBytes : whole);
 }
 
-static RandomWorkload build_random_workload() {
-  std::mt19937_64 generator(kRandomSeed);
+RandomWorkload make_random_workload(std::uint64_t seed, std::size_t operations) {
+  std::mt19937_64 generator(seed);
   RandomWorkload workload;
   workload.initial_bytes.reserve(kRandomLiveSlots);
   for (std::size_t slot = 0; slot < kRandomLiveSlots; ++slot) {
     workload.initial_bytes.push_back(log_uniform_bytes(generator()));
   }
-  workload.victim_slot.reserve(kRandomOperations);
-  workload.next_bytes.reserve(kRandomOperations);
-  for (std::size_t op = 0; op < kRandomOperations; ++op) {
+  workload.victim_slot.reserve(operations);
+  workload.next_bytes.reserve(operations);
+  for (std::size_t op = 0; op < operations; ++op) {
     workload.victim_slot.push_back(static_cast<std::uint32_t>(generator() % kRandomLiveSlots));
     workload.next_bytes.push_back(log_uniform_bytes(generator()));
   }
@@ -31,7 +31,7 @@ static RandomWorkload build_random_workload() {
 }
 
 const RandomWorkload& random_workload() {
-  static const RandomWorkload workload = build_random_workload();
+  static const RandomWorkload workload = make_random_workload(kRandomSeed, kRandomOperations);
   return workload;
 }
 

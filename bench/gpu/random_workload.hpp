@@ -27,6 +27,9 @@ struct RandomWorkload {
 
 // Built once per process; every call returns the same object.
 const RandomWorkload& random_workload();
+// The same kind of sequence from another seed (random_workload() is seed kRandomSeed,
+// kRandomOperations operations): what a placement does to frag_ratio is shown on many.
+RandomWorkload make_random_workload(std::uint64_t seed, std::size_t operations);
 
 // Exposed for the sanity checks: one log-uniform size from one 64-bit draw.
 std::size_t log_uniform_bytes(std::uint64_t draw);

@@ -97,10 +97,12 @@ Status AddressSpace::new_region(std::size_t bytes, std::size_t* index) {
 }
 
 Status AddressSpace::map_range(Region& region, std::uintptr_t from, std::size_t bytes,
-                               std::span<const AccessDescriptor> access) {
+                               std::span<const AccessDescriptor> access, std::size_t unit_granules) {
   const std::size_t first = (from - region.base) / granule_bytes_;
   const std::size_t granules = bytes / granule_bytes_;
-  const std::size_t unit = chunked() ? granules : unit_granules_for(bytes);  // a chunk backing's region is one allocation
+  const std::size_t unit = chunked()             ? granules  // a chunk backing's region is one allocation
+                           : unit_granules != 0 ? unit_granules
+                                                : unit_granules_for(bytes);
   for (std::size_t done = 0; done < granules;) {
     const std::size_t length = granules - done >= unit ? unit : 1;  // the tail granule by granule
     const std::size_t at = first + done;
@@ -132,9 +134,16 @@ std::size_t AddressSpace::unit_granules_for(std::size_t bytes) const noexcept {
   return 1;
 }
 
+std::size_t AddressSpace::growth_bytes() const noexcept {
+  if (reserved_bytes_ == 0) return kGrowthChunkBytes;
+  if (exclusive_granules_) return granule_bytes_;
+  return std::max(granule_bytes_, std::min(kMediumUnit, granule_bytes_ << growth_streak_));
+}
+
 bool AddressSpace::unmap_unit(Region& region, std::size_t first_granule) {
   const std::size_t length = region.unit_granules[first_granule];
   if (!ok(backing_.unmap(region.base + first_granule * granule_bytes_, length * granule_bytes_))) return false;
+  growth_streak_ = 0;  // the pool gave memory back: its next growth starts small again
   for (std::size_t g = first_granule; g < first_granule + length; ++g) region.mapped[g] = false;
   reserved_bytes_ -= length * granule_bytes_;
   return true;
@@ -176,6 +185,11 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
     return Status::success;
   }
 
+  // A pool whose free ranges together are smaller than the request is filling up (a first
+  // prefill, a pool warming): each such growth doubles the next one. A growth that its free
+  // memory would have covered is for fragmentation: it maps what it needs and the doubling
+  // starts over, so that fragmentation does not map ahead.
+  const bool filling = free_.free_bytes() < bytes;
   auto plan = plan_growth(bytes, usable);
   if (!plan) {
     if (round_up(bytes, granule_bytes_) > cap_left) return Status::out_of_memory;
@@ -185,12 +199,16 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
     if (!plan) return Status::out_of_memory;
   }
   if (plan->map_bytes > cap_left) return Status::out_of_memory;
-  // Grow by a whole 32 MiB chunk where there is room, so that small requests do not map
-  // granule by granule (a map costs ~100 us); a larger request maps what it needs.
-  std::size_t want = std::max(plan->map_bytes, std::min(reserved_bytes_ == 0 ? kGrowthChunkBytes : granule_bytes_, plan->room_bytes));
+  // Grow by growth_bytes() where there is room, so that small requests do not map granule by
+  // granule (a map costs ~100 us); a larger request maps what it needs.
+  const std::size_t ahead = filling ? growth_bytes() : granule_bytes_;
+  std::size_t want = std::max(plan->map_bytes, std::min(ahead, plan->room_bytes));
   want = std::min(want, round_down(cap_left, granule_bytes_));
   Region& region = regions_[plan->region];
-  Status status = map_range(region, plan->map_from, want, access);
+  // A growth of the doubling's size is one unit; a request larger than it maps as before.
+  const std::size_t burst_unit =
+      exclusive_granules_ || want != ahead || want >= kUnitsFrom || reserved_bytes_ == 0 ? 0 : want / granule_bytes_;
+  Status status = map_range(region, plan->map_from, want, access, burst_unit);
   // A smaller growth may fit where the larger one did not, unless undoing the larger one left a
   // unit mapped where the smaller one would go (it is free in the index now).
   if (status == Status::out_of_memory && want > plan->map_bytes && !any_mapped(region, plan->map_from, want)) {
@@ -198,6 +216,7 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
     status = map_range(region, plan->map_from, want, access);
   }
   if (!ok(status)) return status;
+  growth_streak_ = filling ? std::min(growth_streak_ + 1, kGrowthDoublings) : 0;
   // The allocation takes the free tail and the start of the new granules; the rest of them
   // enters the index on its own, so the tail's requirements do not spread over fresh memory.
   if (plan->start < plan->map_from) free_.take_span(plan->start, plan->map_from - plan->start);
