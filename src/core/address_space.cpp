@@ -137,13 +137,12 @@ std::size_t AddressSpace::unit_granules_for(std::size_t bytes) const noexcept {
 std::size_t AddressSpace::growth_bytes() const noexcept {
   if (reserved_bytes_ == 0) return kGrowthChunkBytes;
   if (exclusive_granules_) return granule_bytes_;
-  return std::max(granule_bytes_, std::min(kMediumUnit, granule_bytes_ << growth_streak_));
+  return std::max(granule_bytes_, kMediumUnit);
 }
 
 bool AddressSpace::unmap_unit(Region& region, std::size_t first_granule) {
   const std::size_t length = region.unit_granules[first_granule];
   if (!ok(backing_.unmap(region.base + first_granule * granule_bytes_, length * granule_bytes_))) return false;
-  growth_streak_ = 0;  // the pool gave memory back: its next growth starts small again
   for (std::size_t g = first_granule; g < first_granule + length; ++g) region.mapped[g] = false;
   reserved_bytes_ -= length * granule_bytes_;
   return true;
@@ -186,9 +185,9 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
   }
 
   // A pool whose free ranges together are smaller than the request is filling up (a first
-  // prefill, a pool warming): each such growth doubles the next one. A growth that its free
-  // memory would have covered is for fragmentation: it maps what it needs and the doubling
-  // starts over, so that fragmentation does not map ahead.
+  // prefill, a pool warming): it maps growth_bytes() ahead. A growth that its free memory would
+  // have covered is for fragmentation: it maps what it needs, so that fragmentation does not
+  // map ahead.
   const bool filling = free_.free_bytes() < bytes;
   auto plan = plan_growth(bytes, usable);
   if (!plan) {
@@ -205,7 +204,7 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
   std::size_t want = std::max(plan->map_bytes, std::min(ahead, plan->room_bytes));
   want = std::min(want, round_down(cap_left, granule_bytes_));
   Region& region = regions_[plan->region];
-  // A growth of the doubling's size is one unit; a request larger than it maps as before.
+  // A growth of growth_bytes() is one unit; a request larger than it maps as before.
   const std::size_t burst_unit =
       exclusive_granules_ || want != ahead || want >= kUnitsFrom || reserved_bytes_ == 0 ? 0 : want / granule_bytes_;
   Status status = map_range(region, plan->map_from, want, access, burst_unit);
@@ -216,7 +215,6 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
     status = map_range(region, plan->map_from, want, access);
   }
   if (!ok(status)) return status;
-  growth_streak_ = filling ? std::min(growth_streak_ + 1, kGrowthDoublings) : 0;
   // The allocation takes the free tail and the start of the new granules; the rest of them
   // enters the index on its own, so the tail's requirements do not spread over fresh memory.
   if (plan->start < plan->map_from) free_.take_span(plan->start, plan->map_from - plan->start);

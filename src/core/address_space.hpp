@@ -118,14 +118,12 @@ class AddressSpace {
   static constexpr std::size_t kMediumUnit = 32u << 20;
   static constexpr std::size_t kLargeUnitsFrom = 1u << 30;
   static constexpr std::size_t kLargeUnit = 256u << 20;
-  // What a growth maps at least: the first 32 MiB, then a granule, doubling up to kMediumUnit
-  // with each growth of a pool that is filling up (its free memory short of the request), each
-  // such growth one mapping unit (one map call): a pool filled 2 MiB at a time, as a model's
-  // first prefill fills it, maps 1 GiB in about 50 calls rather than 512 (NVIDIA's pool: 32
-  // chunks of 32 MiB). What a growth maps beyond its request is free memory the next requests
-  // take first. A growth for fragmentation, or any release, starts the doubling over.
+  // What a growth of a pool that is filling up (its free memory short of the request) maps at
+  // least: the first 32 MiB, then kMediumUnit as one mapping unit (one map call), as NVIDIA's
+  // pool grows by 32 MiB chunks: a pool filled 2 MiB at a time, as a model's first prefill fills
+  // it, maps 1 GiB in 32 calls rather than 512. What a growth maps beyond its request is free
+  // memory the next requests take first. A growth for fragmentation maps what it needs.
   std::size_t growth_bytes() const noexcept;
-  static constexpr std::uint32_t kGrowthDoublings = 4;  // 2 MiB granules: up to 32 MiB
   bool chunked() const noexcept { return reservation_bytes_ == 0; }
   // Granules per mapping unit for a growth of `bytes` (chunk backings map whole regions instead).
   std::size_t unit_granules_for(std::size_t bytes) const noexcept;
@@ -143,7 +141,6 @@ class AddressSpace {
   std::vector<Region> regions_;
   FreeIndex free_;
   std::atomic<std::uint32_t> epoch_{0};
-  std::uint32_t growth_streak_ = 0;  // growths in a row of a pool filling up, since the last release
 };
 
 }  // namespace streampool::core

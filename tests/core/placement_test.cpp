@@ -56,48 +56,34 @@ TEST_F(Placement, GrowthIsContiguousAfterTheFreeTailAndRoundedToTheGranule) {
   EXPECT_EQ(last_backing->errors(), 0u);
 }
 
-TEST_F(Placement, AFillingPoolGrowsByDoublingUnitsOfOneMapEach) {
+TEST_F(Placement, AFillingPoolGrowsBy32MiBUnitsOfOneMapEach) {
   core::Pool* pool = make_pool();
   for (int i = 0; i < 32; ++i) alloc(pool, 1 * MiB, kStream1);
   EXPECT_EQ(reserved(pool), 32 * MiB);  // the first chunk, granule by granule
   EXPECT_EQ(last_backing->map_calls(), 16u);
-  // Each growth with no free memory left doubles the next: 4, 8, 16, then 32 MiB, one map each
-  // (the driver: a 32 MiB chunk at every growth).
-  for (int i = 32; i < 61; ++i) alloc(pool, 1 * MiB, kStream1);
-  EXPECT_EQ(reserved(pool), (32 + 4 + 8 + 16 + 32) * MiB);
-  EXPECT_EQ(last_backing->map_calls(), 16u + 4u);
+  alloc(pool, 1 * MiB, kStream1);  // no free memory left: 32 MiB ahead, one map (the driver: a chunk)
+  EXPECT_EQ(reserved(pool), 64 * MiB);
+  EXPECT_EQ(last_backing->map_calls(), 17u);
   EXPECT_EQ(last_backing->largest_mapping(), 32 * MiB);
-  for (int i = 61; i < 92; ++i) alloc(pool, 1 * MiB, kStream1);  // the last unit's rest first
-  EXPECT_EQ(reserved(pool), 92 * MiB);
+  for (int i = 33; i < 64; ++i) alloc(pool, 1 * MiB, kStream1);  // the unit's rest first
+  EXPECT_EQ(reserved(pool), 64 * MiB);  // the driver: two 32 MiB chunks as well
   alloc(pool, 1 * MiB, kStream1);
-  EXPECT_EQ(reserved(pool), 124 * MiB);  // at most 32 MiB a growth
+  EXPECT_EQ(reserved(pool), 96 * MiB);  // the driver: 96 MiB
+  EXPECT_EQ(last_backing->map_calls(), 18u);
   EXPECT_EQ(last_backing->errors(), 0u);
 }
 
-TEST_F(Placement, AGrowthForFragmentationMapsOnlyTheGranulesNeededAndStartsTheDoublingOver) {
+TEST_F(Placement, AGrowthForFragmentationMapsOnlyTheGranulesNeeded) {
   core::Pool* pool = make_pool();
   std::vector<std::uintptr_t> blocks;
-  for (int i = 0; i < 36; ++i) blocks.push_back(alloc(pool, 1 * MiB, kStream1));
-  EXPECT_EQ(reserved(pool), 36 * MiB);  // 32, then 4 (the doubling's first step)
+  for (int i = 0; i < 64; ++i) blocks.push_back(alloc(pool, 1 * MiB, kStream1));
+  EXPECT_EQ(reserved(pool), 64 * MiB);
   for (int i = 0; i < 32; i += 2) free(blocks[static_cast<std::size_t>(i)], kStream1);  // 16 holes of 1 MiB
   alloc(pool, 2 * MiB, kStream1);  // 16 MiB free, none of it in one piece
-  EXPECT_EQ(reserved(pool), 38 * MiB);  // one granule, not the doubling's 8 MiB
+  EXPECT_EQ(reserved(pool), 66 * MiB);  // one granule, not 32 MiB ahead
   alloc(pool, 2 * MiB, kStream1);
-  EXPECT_EQ(reserved(pool), 40 * MiB);  // still a granule: the doubling started over
-  EXPECT_EQ(last_backing->largest_mapping(), 4 * MiB);
-  EXPECT_EQ(last_backing->errors(), 0u);
-}
-
-TEST_F(Placement, AReleaseStartsTheDoublingOver) {
-  core::Pool* pool = make_pool();
-  std::vector<std::uintptr_t> blocks;
-  for (int i = 0; i < 61; ++i) blocks.push_back(alloc(pool, 1 * MiB, kStream1));
-  EXPECT_EQ(reserved(pool), 92 * MiB);  // units of 32 (granules), 4, 8, 16, 32 MiB
-  for (std::size_t i = 44; i < blocks.size(); ++i) free(blocks[i], kStream1);  // the last two units
-  synchronize(kStream1);  // threshold 0: the wholly free units go back
-  EXPECT_EQ(reserved(pool), 44 * MiB);
-  alloc(pool, 1 * MiB, kStream1);
-  EXPECT_EQ(reserved(pool), 46 * MiB);  // a granule again, not 32 MiB
+  EXPECT_EQ(reserved(pool), 68 * MiB);
+  EXPECT_EQ(last_backing->map_calls(), 16u + 1u + 2u);
   EXPECT_EQ(last_backing->errors(), 0u);
 }
 

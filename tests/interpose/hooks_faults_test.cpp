@@ -72,12 +72,13 @@ class FaultHooks : public hooks_test::DriverTest {
   unsigned long long mapped_by_pool() { return vmm_live().mapped - baseline.mapped; }
   unsigned long long physical_of_pool() { return vmm_live().physical - baseline.physical; }
 
-  // The pool's statistics say what the driver has: RESERVED is what is mapped, and every mapped
-  // granule is one physical allocation (growth below 64 MiB maps granule by granule).
-  void expect_statistics_match_the_driver(std::uint64_t used_bytes) {
+  // The pool's statistics say what the driver has: RESERVED is what is mapped, and the driver
+  // holds `units` physical allocations (by default one a granule: the first chunk maps granule
+  // by granule; a growth of a pool filling up maps one 32 MiB unit).
+  void expect_statistics_match_the_driver(std::uint64_t used_bytes, std::uint64_t units = 0) {
     EXPECT_EQ(used(), used_bytes);
     EXPECT_EQ(reserved(), mapped_by_pool());
-    EXPECT_EQ(physical_of_pool(), reserved() / kGranule);
+    EXPECT_EQ(physical_of_pool(), units != 0 ? units : reserved() / kGranule);
   }
 
   // A later allocation works; after it is freed, the stream synchronized and the pool trimmed,
@@ -316,7 +317,9 @@ TEST_F(FaultHooks, GrowthOfAPoolInUseSurvivesAFailedMapAndKeepsTheLiveBlocks) {
   expect_statistics_match_the_driver(kChunk);
   clear_failures();
   ASSERT_EQ(allocate(&second, 4 * kMiB, stream), CUDA_SUCCESS);
-  expect_statistics_match_the_driver(kChunk + 4 * kMiB);
+  // The first chunk's granules and one 32 MiB unit: the pool was full, so it grew a chunk ahead.
+  EXPECT_EQ(reserved(), 2 * kChunk);
+  expect_statistics_match_the_driver(kChunk + 4 * kMiB, kChunk / kGranule + 1);
   ASSERT_EQ(SP(cuMemFreeAsync)(second, stream), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
   expect_later_allocation_works_and_nothing_leaks();
