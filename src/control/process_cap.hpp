@@ -3,7 +3,8 @@
 // What it counts is device memory this process holds through streampool's hooks, in two parts:
 // what the pools have mapped (their granules, or whole chunks where VMM cannot serve), and what
 // the program allocated through the driver's synchronous calls that the hooks forward (cuMemAlloc,
-// cuMemAllocPitch, cuMemCreate). Each part has its own counter, so a report can say how much of the
+// cuMemAllocPitch, cuMemCreate), and the CUDA arrays it created (cuArrayCreate, cuArray3DCreate).
+// Each part has its own counter, so a report can say how much of the
 // cap each holds; the limit applies to their sum. A charge is one compare-and-swap loop on the
 // device's total: asked only where memory is mapped or released, never on the allocation fast path.
 //
@@ -19,8 +20,8 @@
 
 namespace streampool::control {
 
-enum class Holder : int { pools = 0, forwarded = 1 };
-inline constexpr int kHolders = 2;
+enum class Holder : int { pools = 0, forwarded = 1, arrays = 2 };
+inline constexpr int kHolders = 3;
 
 class ProcessCap final : public Budget {
  public:

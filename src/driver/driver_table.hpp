@@ -46,7 +46,8 @@
   X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemGetAllocationGranularity)                  \
   X(cuMemAlloc_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged)                      \
   X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuLaunchHostFunc)       \
-  X(cuMemAllocPitch_v2) X(cuMemGetInfo_v2)
+  X(cuMemAllocPitch_v2) X(cuMemGetInfo_v2) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) \
+  X(cuArrayGetMemoryRequirements)
 
 namespace streampool::driver {
 

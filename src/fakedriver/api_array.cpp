@@ -1,4 +1,5 @@
-// Entry points: CUDA arrays (array.hpp): create with a 3D descriptor, destroy, describe.
+// Entry points: CUDA arrays (array.hpp): create with a 2D or 3D descriptor, destroy, describe, and
+// the memory an array takes (cuArrayGetMemoryRequirements: its bytes rounded up to kArrayAlignment).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,33 @@ CUresult destroy(CUarray handle) {
   return arrays.arrays.erase(handle) != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+CUresult create_2d(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* descriptor) {
+  if (descriptor == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_ARRAY3D_DESCRIPTOR full{};
+  full.Width = descriptor->Width;
+  full.Height = descriptor->Height;
+  full.Format = descriptor->Format;
+  full.NumChannels = descriptor->NumChannels;
+  return create(out, &full);
+}
+
+// What NVIDIA's driver reports is its own layout's size; the fake's is the bytes held, rounded up.
+constexpr std::size_t kArrayAlignment = 512;
+
+CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdevice device) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult status = require_device(device); status != CUDA_SUCCESS) return status;
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  auto found = arrays.arrays.find(handle);
+  if (found == arrays.arrays.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
+  out->size = (found->second->bytes.size() + kArrayAlignment - 1) / kArrayAlignment * kArrayAlignment;
+  out->alignment = kArrayAlignment;
+  return CUDA_SUCCESS;
+}
+
 CUresult describe(CUDA_ARRAY3D_DESCRIPTOR* out, CUarray handle) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -85,7 +113,14 @@ using namespace fake;
 FAKE_EXPORT CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAllocateArray) {
   FAKE_ENTRY(create(pHandle, pAllocateArray));
 }
+FAKE_EXPORT CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* pAllocateArray) {
+  FAKE_ENTRY(create_2d(pHandle, pAllocateArray));
+}
 FAKE_EXPORT CUresult cuArrayDestroy(CUarray hArray) { FAKE_ENTRY(destroy(hArray)); }
+FAKE_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* memoryRequirements, CUarray array,
+                                                  CUdevice device) {
+  FAKE_ENTRY(requirements(memoryRequirements, array, device));
+}
 FAKE_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* pArrayDescriptor, CUarray hArray) {
   FAKE_ENTRY(describe(pArrayDescriptor, hArray));
 }

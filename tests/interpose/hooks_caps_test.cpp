@@ -3,7 +3,7 @@
 // and the driver's own allocations (cuMemAlloc, cuMemAllocPitch, cuMemCreate) are charged and
 // refused past it with CUDA_ERROR_OUT_OF_MEMORY; cached memory of other pools goes back first; the
 // count is exact against an oracle (the pools' reserved statistic plus the driver allocations
-// made) under random programs on both devices. Bad settings: one line on stderr, no cap.
+// made) under random programs on both devices. CUDA arrays are charged as their own kind. Bad settings: one line on stderr, no cap.
 #include <fcntl.h>
 
 #include <algorithm>
@@ -12,7 +12,10 @@
 #include <random>
 #include <sstream>
 
+#include "fault_switch.hpp"
 #include "hooks_limit_info.hpp"
+#include "hooks_test_api.hpp"
+#include "streampool/streampool.h"
 
 namespace {
 
@@ -267,6 +270,209 @@ TEST_F(Caps, AnExportablePoolIsChargedAndRefusedPastTheCapLikeAnyDevicePool) {
 
 // Random programs on both devices: after every step each device's charge is exactly the reserved
 // memory of its pools plus the driver allocations alive, and never above its cap.
+
+// The elements' bytes of an array (the rule the cap uses without the driver's size).
+std::uint64_t hooks_test_array_bytes(const CUDA_ARRAY3D_DESCRIPTOR& d) {
+  return std::uint64_t{d.Width} * (d.Height == 0 ? 1 : d.Height) * (d.Depth == 0 ? 1 : d.Depth) * 4 * d.NumChannels;
+}
+
+// ---- CUDA arrays: charged as the arrays kind, at the driver's size ----
+
+CUDA_ARRAY3D_DESCRIPTOR float_array(size_t width, size_t height, size_t depth, unsigned channels = 1) {
+  CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+  descriptor.Width = width;
+  descriptor.Height = height;
+  descriptor.Depth = depth;
+  descriptor.Format = CU_AD_FORMAT_FLOAT;
+  descriptor.NumChannels = channels;
+  return descriptor;
+}
+
+std::uint64_t array_size(CUarray array, int device) {
+  CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
+  EXPECT_EQ(SP(cuArrayGetMemoryRequirements)(&requirements, array, device), CUDA_SUCCESS);
+  return requirements.size;
+}
+
+CUarray new_array(const CUDA_ARRAY3D_DESCRIPTOR& descriptor) {
+  CUarray array = nullptr;
+  EXPECT_EQ(SP(cuArray3DCreate_v2)(&array, &descriptor), CUDA_SUCCESS);
+  return array;
+}
+
+TEST_F(Caps, ArraysOfEachKindAreChargedTheDriversSizeAndGivenBackAtDestroy) {
+  const std::uint64_t before = charged(0);
+  CUDA_ARRAY_DESCRIPTOR flat{};
+  flat.Width = 1000;
+  flat.Height = 333;
+  flat.Format = CU_AD_FORMAT_UNSIGNED_INT16;
+  flat.NumChannels = 2;
+  CUarray two = nullptr;
+  ASSERT_EQ(SP(cuArrayCreate_v2)(&two, &flat), CUDA_SUCCESS);
+  const std::uint64_t two_bytes = array_size(two, 0);
+  EXPECT_GE(two_bytes, 1000u * 333 * 2 * 2);
+  EXPECT_EQ(charged(0), before + two_bytes);
+  const CUDA_ARRAY3D_DESCRIPTOR cube = float_array(256, 256, 64, 4);
+  CUarray three = nullptr;
+  ASSERT_EQ(SP(cuArray3DCreate_v2)(&three, &cube), CUDA_SUCCESS);
+  const std::uint64_t three_bytes = array_size(three, 0);
+  EXPECT_EQ(charged(0), before + two_bytes + three_bytes);
+  EXPECT_EQ(limit_info(0).arrays, two_bytes + three_bytes);
+  EXPECT_EQ(limit_info(0).forwarded, 0u);
+  EXPECT_NE(hooks_test::stats_report().find("\"arrays\":" + std::to_string(two_bytes + three_bytes)), std::string::npos);
+  ASSERT_EQ(SP(cuArrayDestroy)(two), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before + three_bytes);
+  ASSERT_EQ(SP(cuArrayDestroy)(three), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before);
+  EXPECT_EQ(limit_info(0).arrays, 0u);
+}
+
+TEST_F(Caps, WithoutTheDriversSizeAnArrayIsChargedItsElementsBytes) {
+  hooks_test::fail_call("cuArrayGetMemoryRequirements", 1, CUDA_ERROR_NOT_SUPPORTED);
+  const std::uint64_t before = charged(1);
+  const CUDA_ARRAY3D_DESCRIPTOR layered = float_array(1001, 7, 3, 2);
+  CUarray array = nullptr;
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context1), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuArray3DCreate_v2)(&array, &layered), CUDA_SUCCESS);
+  EXPECT_EQ(charged(1), before + 1001u * 7 * 3 * 4 * 2);
+  ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
+  EXPECT_EQ(charged(1), before);
+}
+
+TEST_F(Caps, AnArrayPastTheCapIsRefusedAfterThePoolsAreTrimmedAndIsNotLeaked) {
+  CUmemoryPool keeper = pool_on(0, UINT64_MAX);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(alloc_from(keeper, 200 * kMiB, &block), CUDA_SUCCESS);
+  free_now(block);
+  ASSERT_GE(reserved(keeper), 200 * kMiB);
+  const CUDA_ARRAY3D_DESCRIPTOR fits = float_array(4096, 4096, 6);  // 384 MiB: past the cap
+  const CUDA_ARRAY3D_DESCRIPTOR fits_trimmed = float_array(4096, 4096, 3);  // 192 MiB: fits once trimmed
+  CUarray array = nullptr;
+  ASSERT_EQ(SP(cuArray3DCreate_v2)(&array, &fits_trimmed), CUDA_SUCCESS);
+  EXPECT_LT(reserved(keeper), 200 * kMiB);
+  EXPECT_LE(charged(0), kCap0);
+  const std::uint64_t held = charged(0);
+  const unsigned long long destroys = hooks_test::fake_calls("cuArrayDestroy");
+  CUarray refused = reinterpret_cast<CUarray>(1);
+  EXPECT_EQ(SP(cuArray3DCreate_v2)(&refused, &fits), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(refused, nullptr);
+  EXPECT_EQ(hooks_test::fake_calls("cuArrayDestroy"), destroys + 1);  // made, then destroyed again
+  EXPECT_EQ(charged(0), held);
+  ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemPoolDestroy)(keeper), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, DestroyingAnUnknownOrDestroyedArrayForwardsAndGivesNothingBack) {
+  const CUarray array = new_array(float_array(1024, 1024, 0));
+  ASSERT_NE(array, nullptr);
+  const std::uint64_t held = charged(0);
+  int not_an_array = 0;
+  EXPECT_EQ(SP(cuArrayDestroy)(reinterpret_cast<CUarray>(&not_an_array)), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(SP(cuArrayDestroy)(nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(charged(0), held);
+  ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
+  const std::uint64_t after = charged(0);
+  EXPECT_EQ(SP(cuArrayDestroy)(array), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(charged(0), after);
+}
+
+TEST_F(Caps, AFailedArrayDestroyKeepsItsCharge) {
+  const CUarray array = new_array(float_array(512, 512, 0));
+  ASSERT_NE(array, nullptr);
+  const std::uint64_t held = charged(0);
+  hooks_test::fail_call("cuArrayDestroy", 1, CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuArrayDestroy)(array), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(charged(0), held);
+  ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
+  EXPECT_LT(charged(0), held);
+}
+
+TEST_F(Caps, AnOlderSmallerLimitInfoIsFilledOnlyUpToItsSize) {
+  const CUarray array = new_array(float_array(512, 512, 0));
+  ASSERT_NE(array, nullptr);
+  using Info = int (*)(int, streampool_device_limit*);
+  auto info = reinterpret_cast<Info>(hooks_test::streampool_symbol("streampool_limit_info"));
+  ASSERT_NE(info, nullptr);
+  streampool_device_limit old{};
+  old.struct_size = offsetof(streampool_device_limit, arrays);  // the struct before arrays was appended
+  old.arrays = 12345;
+  ASSERT_EQ(info(0, &old), 0);
+  EXPECT_EQ(old.struct_size, offsetof(streampool_device_limit, arrays));
+  EXPECT_EQ(old.arrays, 12345u);
+  EXPECT_EQ(old.charged, charged(0));
+  streampool_device_limit full{};
+  full.struct_size = sizeof full;
+  ASSERT_EQ(info(0, &full), 0);
+  EXPECT_EQ(full.arrays, array_size(array, 0));
+  EXPECT_EQ(full.charged, full.pools_in_use + full.pools_cached + full.forwarded + full.arrays);
+  ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
+}
+
+TEST_F(Caps, RandomArraysAndDriverAllocationsKeepExactCounts) {
+  std::mt19937 random(18);
+  struct Held {
+    bool array;
+    CUarray handle;
+    CUdeviceptr pointer;
+    std::uint64_t bytes;
+  };
+  std::vector<Held> held;
+  // What the pools hold in use cannot be reclaimed; what they cache goes back before a refusal.
+  const std::uint64_t base = limit_info(0).pools_in_use;
+  std::uint64_t oracle_arrays = 0;
+  std::uint64_t oracle_forwarded = 0;
+  for (int step = 0; step < 400; ++step) {
+    const unsigned choice = random() % 4;
+    if (choice == 3 && !held.empty()) {
+      const size_t at = random() % held.size();
+      const Held gone = held[at];
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(at));
+      if (gone.array) {
+        ASSERT_EQ(SP(cuArrayDestroy)(gone.handle), CUDA_SUCCESS);
+        oracle_arrays -= gone.bytes;
+      } else {
+        ASSERT_EQ(SP(cuMemFree_v2)(gone.pointer), CUDA_SUCCESS);
+        oracle_forwarded -= gone.bytes;
+      }
+    } else if (choice == 0) {
+      const size_t bytes = (1 + random() % 8) * kMiB;
+      CUdeviceptr pointer = 0;
+      const CUresult result = SP(cuMemAlloc_v2)(&pointer, bytes);
+      const bool fits = base + oracle_arrays + oracle_forwarded + bytes <= kCap0;
+      ASSERT_EQ(result, fits ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY) << "step " << step;
+      if (fits) {
+        held.push_back({false, nullptr, pointer, bytes});
+        oracle_forwarded += bytes;
+      }
+    } else {
+      const CUDA_ARRAY3D_DESCRIPTOR descriptor =
+          float_array(1 + random() % 2048, random() % 512, choice == 2 ? random() % 4 : 0, 1u << (random() % 3));
+      CUarray handle = nullptr;
+      const CUresult result = SP(cuArray3DCreate_v2)(&handle, &descriptor);
+      // The driver's size: the element bytes rounded up to the fake's 512-byte alignment.
+      const std::uint64_t bytes = (hooks_test_array_bytes(descriptor) + 511) / 512 * 512;
+      const bool fits = base + oracle_arrays + oracle_forwarded + bytes <= kCap0;
+      ASSERT_EQ(result, fits ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY) << "step " << step;
+      if (fits) {
+        held.push_back({true, handle, 0, bytes});
+        oracle_arrays += bytes;
+      }
+    }
+    ASSERT_EQ(limit_info(0).arrays, oracle_arrays) << "step " << step;
+    ASSERT_EQ(limit_info(0).forwarded, oracle_forwarded) << "step " << step;
+    const streampool_device_limit now = limit_info(0);
+    ASSERT_EQ(now.charged, now.pools_in_use + now.pools_cached + oracle_arrays + oracle_forwarded) << "step " << step;
+  }
+  for (const Held& gone : held) {
+    if (gone.array) {
+      ASSERT_EQ(SP(cuArrayDestroy)(gone.handle), CUDA_SUCCESS);
+    } else {
+      ASSERT_EQ(SP(cuMemFree_v2)(gone.pointer), CUDA_SUCCESS);
+    }
+  }
+  EXPECT_EQ(limit_info(0).arrays + limit_info(0).forwarded, 0u);
+}
+
 TEST_F(Caps, RandomProgramsKeepTheCountEqualToThePoolsReservationsAndTheDriverAllocations) {
   const size_t limits[2] = {kCap0, kCap1};
   CUcontext contexts[2] = {context, context1};
@@ -400,6 +606,28 @@ TEST(CapsChild, DISABLED_AContextResetGivesBackItsDriverAllocations) {
   EXPECT_EQ(SP(cuMemAlloc_v2)(&block, 200 * kMiB), CUDA_SUCCESS);  // the cap is free again
 }
 
+
+TEST(CapsChild, DISABLED_AContextResetGivesBackItsArrays) {
+  ASSERT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  const CUDA_ARRAY3D_DESCRIPTOR big = float_array(4096, 4096, 3);  // 192 MiB
+  CUarray array = nullptr;
+  ASSERT_EQ(SP(cuArray3DCreate_v2)(&array, &big), CUDA_SUCCESS);
+  ASSERT_GE(charged(0), 192 * kMiB);
+  ASSERT_EQ(SP(cuDevicePrimaryCtxReset_v2)(0), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), 0u);
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  CUcontext own = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&own, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuArray3DCreate_v2)(&array, &big), CUDA_SUCCESS);  // the cap is free again
+  ASSERT_GE(charged(0), 192 * kMiB);
+  ASSERT_EQ(SP(cuCtxDestroy_v2)(own), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), 0u);
+}
+
 class CapSettings : public ::testing::Test {
  protected:
   std::string log_path = "/tmp/streampool_caps_child_" + std::to_string(getpid()) + ".log";
@@ -443,6 +671,12 @@ TEST_F(CapSettings, AMissingDeviceIsOneLineAndItsEntryIgnored) {
 
 TEST_F(CapSettings, AContextResetGivesBackTheDriverAllocationsOfItsContext) {
   EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_AContextResetGivesBackItsDriverAllocations",
+                                       {"STREAMPOOL_LIMIT=300M", "STREAMPOOL_FAKE_DEVICES=1"}),
+            0);
+}
+
+TEST_F(CapSettings, AContextResetOrDestroyGivesBackTheArraysOfItsContext) {
+  EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_AContextResetGivesBackItsArrays",
                                        {"STREAMPOOL_LIMIT=300M", "STREAMPOOL_FAKE_DEVICES=1"}),
             0);
 }

@@ -22,7 +22,7 @@
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                  \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)           \
   X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemCreate)          \
-  X(cuMemRelease) X(cuMemGetInfo_v2)
+  X(cuMemRelease) X(cuMemGetInfo_v2) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy)
 
 namespace streampool::interpose {
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "array_charges.hpp"
 #include "capped_backing.hpp"
 #include "driver/device_context.hpp"
 #include "driver/driver_table.hpp"
@@ -85,20 +86,19 @@ CUresult current_device(CUdevice* device) noexcept {
   return table.cuCtxGetDevice(device);
 }
 
-// Charges a forwarded allocation; over the cap, the pools' cached memory is given back first.
-// A refusal is reported (report/oom_report.hpp) as the pools' failures are.
-bool charge_forwarded(CapState& s, int device, std::uint64_t bytes) noexcept {
-  if (s.cap.try_charge(ctl::Holder::forwarded, device, bytes)) return true;
-  if (reclaim_cached(device) && s.cap.try_charge(ctl::Holder::forwarded, device, bytes)) return true;
-  report_driver_out_of_memory(device, static_cast<std::size_t>(bytes));
-  return false;
-}
-
 }  // namespace
 
 ctl::ProcessCap& process_cap() noexcept { return resolved_caps().cap; }
 
 bool limit_set() noexcept { return resolved_caps().limited.load(std::memory_order_acquire); }
+
+bool charge_driver_memory(ctl::Holder holder, int device, std::uint64_t bytes) noexcept {
+  CapState& s = caps();
+  if (s.cap.try_charge(holder, device, bytes)) return true;
+  if (reclaim_cached(device) && s.cap.try_charge(holder, device, bytes)) return true;
+  report_driver_out_of_memory(device, static_cast<std::size_t>(bytes));
+  return false;
+}
 
 int charged_device(const core::PoolProps& props) noexcept {
   if (props.kind != core::PoolKind::device || props.location_type != CU_MEM_LOCATION_TYPE_DEVICE) return -1;
@@ -147,7 +147,7 @@ CUresult mem_alloc(CUdeviceptr* dptr, std::size_t bytes) noexcept {
     (void)forward(table.cuCtxGetCurrent, &context);
     // Charged before the driver is asked (a refusal never reaches it); the table is locked only to
     // enter the pointer, which no free can name before this call returns it.
-    if (!charge_forwarded(s, device, bytes)) {
+    if (!charge_driver_memory(ctl::Holder::forwarded, device, bytes)) {
       *dptr = 0;
       return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -189,7 +189,7 @@ CUresult mem_alloc_pitch(CUdeviceptr* dptr, std::size_t* pitch, std::size_t widt
     if (__builtin_mul_overflow(static_cast<std::uint64_t>(*pitch), static_cast<std::uint64_t>(height), &bytes)) {
       bytes = UINT64_MAX;
     }
-    if (!charge_forwarded(s, device, bytes)) {
+    if (!charge_driver_memory(ctl::Holder::forwarded, device, bytes)) {
       (void)forward(table.cuMemFree_v2, *dptr);
       *dptr = 0;
       return CUDA_ERROR_OUT_OF_MEMORY;
@@ -234,7 +234,7 @@ CUresult mem_create(CUmemGenericAllocationHandle* handle, std::size_t bytes, con
   try {
     CapState& s = caps();
     const int device = prop->location.id;
-    if (!charge_forwarded(s, device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!charge_driver_memory(ctl::Holder::forwarded, device, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
     const CUresult result = forward(table.cuMemCreate, handle, bytes, prop, flags);
     if (result != CUDA_SUCCESS) {
       s.cap.uncharge(ctl::Holder::forwarded, device, bytes);
@@ -283,6 +283,7 @@ void context_ended(CUcontext context) noexcept {
         ++it;
       }
     }
+    arrays_context_ended_locked(s, context);  // the driver destroyed the context's arrays too
   } catch (...) {
   }
 }
@@ -331,6 +332,7 @@ bool device_figures(int device, DeviceFigures* figures) noexcept {
     out.limit = s.cap.limit(device);
     out.pools_bytes = s.cap.held(ctl::Holder::pools, device);
     out.forwarded_bytes = s.cap.held(ctl::Holder::forwarded, device);
+    out.arrays_bytes = s.cap.held(ctl::Holder::arrays, device);
     out.peak_bytes = s.cap.peak(device);
     std::uint64_t used = 0;
     engine().for_each_pool([&](core::Pool* pool) {

@@ -3,9 +3,9 @@
 // forward them, cuMemGetInfo answered within it, and reclaiming cached memory before a refusal.
 //
 // What is counted (device memory only): every device pool's mapped granules (or chunks), exportable
-// pools included; cuMemAlloc, cuMemAllocPitch and cuMemCreate of device memory. Not counted: pinned
-// host pools and managed pools (host memory, or memory the driver migrates and evicts on its own),
-// cuMemHostAlloc, cuMemAllocManaged, arrays, graph memory, IPC imports (the exporting process holds
+// pools included; cuMemAlloc, cuMemAllocPitch and cuMemCreate of device memory; CUDA arrays
+// (array_charges.hpp). Not counted: pinned host pools and managed pools (host memory, or memory the
+// driver migrates and evicts on its own), cuMemHostAlloc, cuMemAllocManaged, graph memory, IPC imports (the exporting process holds
 // that memory and is charged for it), contexts, modules and the driver's own reservations. The
 // last are reported as an estimate: the device's free memory at the first cuMemGetInfo under the
 // cap, less its free memory now, less what was counted since.
@@ -52,6 +52,7 @@ struct CapState {
   std::mutex forwarded_mutex;
   std::unordered_map<std::uintptr_t, Forwarded> allocations;  // cuMemAlloc(Pitch) pointers
   std::unordered_map<std::uint64_t, Forwarded> handles;       // cuMemCreate handles
+  std::unordered_map<std::uintptr_t, Forwarded> arrays;       // cuArrayCreate, cuArray3DCreate
   // Per device, at the first cuMemGetInfo under the cap: the device's free memory and what was
   // counted then (0 free: not measured yet). The base of the estimate of what is not counted.
   std::atomic<std::uint64_t> free_at_start[streampool::control::kMaxDevices]{};
@@ -77,6 +78,10 @@ bool reclaim_cached(int device) noexcept;
 // allocation is worth trying again if it released anything.
 bool reclaim_for(const core::Pool* pool) noexcept;
 
+// Charges one of the driver's own allocations as `holder`; over the cap, the pools' cached memory
+// is given back first, and a refusal is reported (report/oom_report.hpp) as the pools' failures are.
+bool charge_driver_memory(streampool::control::Holder holder, int device, std::uint64_t bytes) noexcept;
+
 // The forwarded synchronous allocations (hooks/memory_hooks.cpp): the real call through `real`.
 CUresult mem_alloc(CUdeviceptr* dptr, std::size_t bytes) noexcept;
 CUresult mem_alloc_pitch(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width, std::size_t height,
@@ -100,8 +105,9 @@ struct DeviceFigures {
   std::uint64_t in_use_bytes = 0;     // of that, allocated (the pools' used statistic)
   std::uint64_t cached_bytes = 0;     // of that, held free
   std::uint64_t forwarded_bytes = 0;  // cuMemAlloc, cuMemAllocPitch, cuMemCreate
+  std::uint64_t arrays_bytes = 0;     // cuArrayCreate, cuArray3DCreate
   std::uint64_t estimated_other_bytes = 0;  // uncounted use since the first cuMemGetInfo (estimate)
-  std::uint64_t peak_bytes = 0;             // the most counted at once (pools and forwarded)
+  std::uint64_t peak_bytes = 0;             // the most counted at once (all holders)
   std::uint64_t served_malloc_bytes = 0;    // of in_use_bytes, served for cuMemAlloc (STREAMPOOL_SERVE_MALLOC)
 };
 // No driver call: fit for the report at exit, after the driver's teardown.

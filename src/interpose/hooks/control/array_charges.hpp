@@ -1,0 +1,30 @@
+// CUDA arrays under the process cap (STREAMPOOL_LIMIT): with a cap set, cuArrayCreate_v2 and
+// cuArray3DCreate_v2 are charged, as the arrays holder, for the device memory the array takes, and
+// refused beyond the cap with CUDA_ERROR_OUT_OF_MEMORY after the pools' cached memory went back;
+// cuArrayDestroy and the end of the array's context give back. Without a cap each forwards unchanged.
+//
+// The size: what the driver reports (cuArrayGetMemoryRequirements, CUDA 12+) where it answers;
+// else the elements' bytes, Width x max(Height,1) x max(Depth,1) x the format's bytes x NumChannels
+// (Depth is the layer count of a layered array), not rounded. The driver alone knows the size, so
+// the array is made first and destroyed again when the cap cannot take it (as cuMemAllocPitch).
+#pragma once
+
+#include <cstdint>
+
+#include "driver/cuda_compat.hpp"
+
+namespace streampool::interpose::control_hooks {
+
+struct CapState;
+
+CUresult array_create(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* descriptor) noexcept;
+CUresult array_create_3d(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) noexcept;
+// Forwarded; gives back only an array this cap charged, and only when the driver destroyed it.
+CUresult array_destroy(CUarray handle) noexcept;
+// The arrays of a context that ended are given back (called under s.forwarded_mutex).
+void arrays_context_ended_locked(CapState& s, CUcontext context) noexcept;
+
+// The elements' bytes of an array of this descriptor (the rule without the driver's answer).
+std::uint64_t array_element_bytes(const CUDA_ARRAY3D_DESCRIPTOR& descriptor) noexcept;
+
+}  // namespace streampool::interpose::control_hooks
