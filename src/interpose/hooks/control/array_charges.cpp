@@ -124,15 +124,4 @@ CUresult array_destroy(CUarray handle) noexcept {
   }
 }
 
-void arrays_context_ended_locked(CapState& s, CUcontext context) noexcept {
-  for (auto it = s.arrays.begin(); it != s.arrays.end();) {
-    if (it->second.context == context) {
-      s.cap.uncharge(ctl::Holder::arrays, it->second.device, it->second.bytes);
-      it = s.arrays.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
 }  // namespace streampool::interpose::control_hooks

@@ -15,14 +15,10 @@
 
 namespace streampool::interpose::control_hooks {
 
-struct CapState;
-
 CUresult array_create(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* descriptor) noexcept;
 CUresult array_create_3d(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) noexcept;
 // Forwarded; gives back only an array this cap charged, and only when the driver destroyed it.
 CUresult array_destroy(CUarray handle) noexcept;
-// The arrays of a context that ended are given back (called under s.forwarded_mutex).
-void arrays_context_ended_locked(CapState& s, CUcontext context) noexcept;
 
 // The elements' bytes of an array of this descriptor (the rule without the driver's answer).
 std::uint64_t array_element_bytes(const CUDA_ARRAY3D_DESCRIPTOR& descriptor) noexcept;

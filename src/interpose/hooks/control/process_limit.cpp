@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "array_charges.hpp"
 #include "capped_backing.hpp"
 #include "driver/device_context.hpp"
 #include "driver/driver_table.hpp"
@@ -269,21 +268,29 @@ CUresult mem_release(CUmemGenericAllocationHandle handle) noexcept {
   }
 }
 
+namespace {
+// Gives back and forgets what `held` charged to `holder` in `context` (under s.forwarded_mutex).
+void uncharge_context_locked(CapState& s, std::unordered_map<std::uintptr_t, Forwarded>& held, ctl::Holder holder,
+                             CUcontext context) noexcept {
+  for (auto it = held.begin(); it != held.end();) {
+    if (it->second.context == context) {
+      s.cap.uncharge(holder, it->second.device, it->second.bytes);
+      it = held.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+}  // namespace
+
 void context_ended(CUcontext context) noexcept {
   ProcessState* current = existing_state();
   if (current == nullptr || context == nullptr) return;
   CapState& s = current->caps;
   try {
     std::lock_guard lock(s.forwarded_mutex);
-    for (auto it = s.allocations.begin(); it != s.allocations.end();) {
-      if (it->second.context == context) {
-        s.cap.uncharge(ctl::Holder::forwarded, it->second.device, it->second.bytes);
-        it = s.allocations.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    arrays_context_ended_locked(s, context);  // the driver destroyed the context's arrays too
+    uncharge_context_locked(s, s.allocations, ctl::Holder::forwarded, context);
+    uncharge_context_locked(s, s.arrays, ctl::Holder::arrays, context);  // the driver destroyed its arrays too
   } catch (...) {
   }
 }
