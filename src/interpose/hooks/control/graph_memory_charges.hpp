@@ -14,8 +14,8 @@
 // memory and the graph memory no live allocation uses (cuDeviceGraphMemTrim) go back first; then
 // CUDA_ERROR_OUT_OF_MEMORY, the graph not launched. An estimate: the driver may place graph memory
 // otherwise (reuse within the graph, granularity), and it cannot see graphs instantiated before
-// the hooks did (or while no cap was set), nor graphs launched from the device; their reservations
-// are still counted at the next report-following call, just never refused.
+// the hooks did (or while no cap was set), nor graphs launched from the device: those are never
+// refused, and what they reserve is counted at the next re-read.
 //
 // Only with a cap set, and only for executable graphs whose graph held memory-allocation nodes
 // when it was instantiated (found by walking it, child graphs included): a program without a cap,
