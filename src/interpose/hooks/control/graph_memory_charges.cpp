@@ -67,11 +67,12 @@ bool graph_attribute(int device, CUgraphMem_attribute attribute, std::uint64_t* 
 // Sets the device's graph charge to what the driver reports reserved (kept where it cannot say).
 void sync_device(int device) noexcept {
   if (device < 0 || device >= ctl::kMaxDevices) return;
-  std::uint64_t reserved = 0;
-  if (!graph_attribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved)) return;
   CapState& s = state().caps;
   try {
+    // Read under the lock: two re-reads racing could otherwise leave the older figure last.
     std::lock_guard lock(s.graph.mutex);
+    std::uint64_t reserved = 0;
+    if (!graph_attribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved)) return;
     const std::uint64_t held = s.cap.held(ctl::Holder::graph, device);
     if (reserved > held) s.cap.charge_past_limit(ctl::Holder::graph, device, reserved - held);
     if (reserved < held) s.cap.uncharge(ctl::Holder::graph, device, held - reserved);
