@@ -89,13 +89,13 @@ int streampool_leak_report(char* buffer, size_t size);
 /* One device's share of the process cap. Set struct_size to sizeof(streampool_device_limit) before
  * the call; an older, smaller struct_size (at least up to `charged`) is filled up to its size.
  * Counted whether or not a limit is set; device memory only (pinned host and managed pools, host
- * allocations, mipmapped arrays, graph memory and IPC imports are not counted). */
+ * allocations and IPC imports are not counted). */
 typedef struct streampool_device_limit {
   uint32_t struct_size;
   int32_t device;
   uint64_t limit;                 /* the cap, in bytes; UINT64_MAX where none is set */
   uint64_t charged;               /* what the cap applies to: pools_in_use + pools_cached + forwarded
-                                     + arrays */
+                                     + arrays + graph */
   uint64_t pools_in_use;          /* of the pools' mapped memory: allocated to the program */
   uint64_t pools_cached;          /* of the pools' mapped memory: free, kept for reuse */
   uint64_t forwarded;             /* cuMemAlloc, cuMemAllocPitch and cuMemCreate memory (with a cap set) */
@@ -106,9 +106,13 @@ typedef struct streampool_device_limit {
   /* Appended (a caller's older, smaller struct_size is filled up to its size): */
   uint64_t served_malloc;         /* of pools_in_use: cuMemAlloc and cuMemAllocPitch memory served from
                                      streampool's pools (STREAMPOOL_SERVE_MALLOC=1), not yet freed */
-  uint64_t arrays;                /* cuArrayCreate and cuArray3DCreate memory (with a cap set): the
-                                     driver's cuArrayGetMemoryRequirements size, else the elements'
+  uint64_t arrays;                /* cuArrayCreate, cuArray3DCreate and cuMipmappedArrayCreate memory
+                                     (with a cap set): the driver's cuArrayGetMemoryRequirements or
+                                     cuMipmappedArrayGetMemoryRequirements size, else the elements'
                                      bytes */
+  uint64_t graph;                 /* reserved by the driver for graphs' memory-allocation nodes (with a
+                                     cap set): CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT as last read,
+                                     after a launch of a graph known to allocate, a trim, ... */
 } streampool_device_limit;
 
 /* Fills *info for `device`. 0, or -1 for a device streampool has not seen, a NULL info or a

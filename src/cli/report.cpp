@@ -104,13 +104,14 @@ std::string render_report(const Json& report, const std::string& title) {
     if (device["limit"].kind != Json::Kind::number) continue;
     const double id = std::clamp(device["device"].number_or(0), -1e9, 1e9);
     std::snprintf(line, sizeof line,
-                  "  cap dev %d: %s, held %s (peak %s): pools %s in use + %s cached, driver allocations %s, arrays %s",
+                  "  cap dev %d: %s, held %s (peak %s): pools %s in use + %s cached, driver allocations %s, arrays %s, graph memory %s",
                   static_cast<int>(id == id ? id : 0), human_bytes(device["limit"].number_or(0)).c_str(),
                   human_bytes(device["charged"].number_or(0)).c_str(), human_bytes(device["peak"].number_or(0)).c_str(),
                   human_bytes(device["pools_in_use"].number_or(0)).c_str(),
                   human_bytes(device["pools_cached"].number_or(0)).c_str(),
                   human_bytes(device["forwarded"].number_or(0)).c_str(),
-                  human_bytes(device["arrays"].number_or(0)).c_str());
+                  human_bytes(device["arrays"].number_or(0)).c_str(),
+                  human_bytes(device["graph"].number_or(0)).c_str());
     out << line;
     // STREAMPOOL_SERVE_MALLOC: of the pools' memory in use, what cuMemAlloc was served.
     if (const double malloc_served = device["served_malloc"].number_or(0); malloc_served > 0) {

@@ -76,6 +76,18 @@ bool ProcessCap::try_charge(Holder holder, int device, std::uint64_t bytes) noex
   return true;
 }
 
+void ProcessCap::charge_past_limit(Holder holder, int device, std::uint64_t bytes) noexcept {
+  if (!valid(device) || bytes == 0) return;
+  Device& slot = devices_[device];
+  // The group learns of it too where it can take it (process_cap.hpp says what a refusal there costs).
+  if (Budget* shared = shared_.load(std::memory_order_acquire); shared != nullptr) (void)shared->try_charge(device, bytes);
+  slot.held[static_cast<int>(holder)].fetch_add(bytes, std::memory_order_acq_rel);
+  const std::uint64_t reached = slot.total.fetch_add(bytes, std::memory_order_acq_rel) + bytes;
+  std::uint64_t seen = slot.peak.load(std::memory_order_relaxed);
+  while (seen < reached && !slot.peak.compare_exchange_weak(seen, reached, std::memory_order_relaxed)) {
+  }
+}
+
 void ProcessCap::uncharge(Holder holder, int device, std::uint64_t bytes) noexcept {
   if (!valid(device)) return;
   Device& slot = devices_[device];

@@ -3,8 +3,9 @@
 // What it counts is device memory this process holds through streampool's hooks, in two parts:
 // what the pools have mapped (their granules, or whole chunks where VMM cannot serve), and what
 // the program allocated through the driver's synchronous calls that the hooks forward (cuMemAlloc,
-// cuMemAllocPitch, cuMemCreate), and the CUDA arrays it created (cuArrayCreate, cuArray3DCreate).
-// Each part has its own counter, so a report can say how much of the
+// cuMemAllocPitch, cuMemCreate), the CUDA arrays it created (cuArrayCreate, cuArray3DCreate, and
+// the mipmapped ones), and the memory the driver reserves for its graphs' memory nodes (as the
+// graph memory attributes report it). Each part has its own counter, so a report can say how much of the
 // cap each holds; the limit applies to their sum. A charge is one compare-and-swap loop on the
 // device's total: asked only where memory is mapped or released, never on the allocation fast path.
 //
@@ -20,8 +21,8 @@
 
 namespace streampool::control {
 
-enum class Holder : int { pools = 0, forwarded = 1, arrays = 2 };
-inline constexpr int kHolders = 3;
+enum class Holder : int { pools = 0, forwarded = 1, arrays = 2, graph = 3 };
+inline constexpr int kHolders = 4;
 
 class ProcessCap final : public Budget {
  public:
@@ -41,6 +42,12 @@ class ProcessCap final : public Budget {
 
   bool try_charge(Holder holder, int device, std::uint64_t bytes) noexcept;
   void uncharge(Holder holder, int device, std::uint64_t bytes) noexcept;
+  // Counts memory the driver already took, whether or not the limit admits it (graph memory: the
+  // driver reserves it at a launch, and the cap learns of it after): later charges are refused
+  // until it goes back. The shared budget is asked too; where it refuses, giving the bytes back
+  // later lowers this member's count there by as much (never below zero): the group then counts
+  // less than the process holds, in a case that is already past its limit.
+  void charge_past_limit(Holder holder, int device, std::uint64_t bytes) noexcept;
   std::uint64_t held(Holder holder, int device) const noexcept;
   // Under the limit: what may still be charged on the device (kNoLimit where there is none).
   std::uint64_t headroom(int device) const noexcept;

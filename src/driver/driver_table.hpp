@@ -47,7 +47,15 @@
   X(cuMemAlloc_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemAllocManaged)                      \
   X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuLaunchHostFunc)       \
   X(cuMemAllocPitch_v2) X(cuMemGetInfo_v2) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) \
-  X(cuArrayGetMemoryRequirements)
+  X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy)          \
+  X(cuMipmappedArrayGetMemoryRequirements) X(cuMipmappedArrayGetLevel)                           \
+  /* graph memory under the cap: the hooked launches and what finds and reads graph memory */     \
+  X(cuGraphInstantiate) X(cuGraphInstantiate_v2) X(cuGraphInstantiateWithFlags)                  \
+  X(cuGraphInstantiateWithParams) X(cuGraphInstantiateWithParams_ptsz) X(cuGraphLaunch)          \
+  X(cuGraphLaunch_ptsz) X(cuGraphUpload) X(cuGraphUpload_ptsz) X(cuGraphExecDestroy)             \
+  X(cuDeviceGraphMemTrim) X(cuDeviceGetGraphMemAttribute) X(cuDeviceSetGraphMemAttribute)        \
+  X(cuGraphGetNodes) X(cuGraphNodeGetType) X(cuGraphMemAllocNodeGetParams)                       \
+  X(cuGraphChildGraphNodeGetGraph)
 
 namespace streampool::driver {
 

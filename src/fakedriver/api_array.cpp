@@ -68,7 +68,7 @@ CUresult create_2d(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* descriptor) {
 }
 
 // What NVIDIA's driver reports is its own layout's size; the fake's is the bytes held, rounded up.
-constexpr std::size_t kArrayAlignment = 512;
+std::size_t rounded(std::size_t bytes) { return (bytes + kArrayAlignment - 1) / kArrayAlignment * kArrayAlignment; }
 
 CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdevice device) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
@@ -79,7 +79,7 @@ CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdev
   auto found = arrays.arrays.find(handle);
   if (found == arrays.arrays.end()) return CUDA_ERROR_INVALID_HANDLE;
   *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
-  out->size = (found->second->bytes.size() + kArrayAlignment - 1) / kArrayAlignment * kArrayAlignment;
+  out->size = rounded(found->second->bytes.size());
   out->alignment = kArrayAlignment;
   return CUDA_SUCCESS;
 }
@@ -96,6 +96,21 @@ CUresult describe(CUDA_ARRAY3D_DESCRIPTOR* out, CUarray handle) {
 }
 
 }  // namespace
+
+CUresult create_array(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) { return create(out, descriptor); }
+
+bool destroy_array(CUarray handle) {
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  return arrays.arrays.erase(handle) != 0;
+}
+
+std::size_t array_required_bytes(CUarray handle) {
+  ArrayRegistry& arrays = registry();
+  std::lock_guard lock(arrays.mutex);
+  auto found = arrays.arrays.find(handle);
+  return found == arrays.arrays.end() ? 0 : rounded(found->second->bytes.size());
+}
 
 bool array_layout(CUarray handle, ArrayLayout* layout) {
   ArrayRegistry& arrays = registry();

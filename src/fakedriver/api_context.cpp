@@ -2,6 +2,7 @@
 #include "allocations.hpp"
 #include "api_guard.hpp"
 #include "driver.hpp"
+#include "graph_memory.hpp"
 
 namespace fake {
 namespace {
@@ -32,6 +33,7 @@ void reset(Context* context) {
   Driver::instance().unregister_streams_of(context);
   context->tear_down();
   free_allocations_of(context);
+  graph_memory_context_ended(context, context->device());
 }
 
 CUresult primary_release(CUdevice device) {

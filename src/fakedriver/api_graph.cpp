@@ -10,6 +10,7 @@
 #include "driver.hpp"
 #include "event.hpp"
 #include "graph.hpp"
+#include "graph_memory.hpp"
 #include "launch_record.hpp"
 #include "stream_ops.hpp"
 
@@ -81,6 +82,7 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
   std::shared_ptr<Stream> stream;
   if (CUresult status = resolve_stream(handle, default_stream, stream); status != CUDA_SUCCESS) return status;
   if (capturing(stream)) return CUDA_SUCCESS;
+  if (CUresult status = graph_memory_launch(nodes, stream->context(), true); status != CUDA_SUCCESS) return status;
 
   std::vector<Stream::Operation> operations;
   struct Recorded {
@@ -92,8 +94,9 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
   for (const GraphNode& node : nodes) {
     switch (node.kind) {
       case GraphNodeKind::empty:
-      case GraphNodeKind::mem_alloc:  // allocated when the node was added
+      case GraphNodeKind::mem_alloc:  // allocated when the node was added, accounted above
       case GraphNodeKind::mem_free:   // graph memory stays with the graph
+      case GraphNodeKind::child:      // its nodes are in its place (instantiate_graph)
         break;
       case GraphNodeKind::kernel:
         if (CUresult status = record_launch(node.function, node.grid, node.block, node.shared_bytes, handle);
@@ -136,13 +139,15 @@ CUresult launch(CUgraphExec exec, CUstream handle, DefaultStream default_stream)
   return CUDA_SUCCESS;
 }
 
-// Uploading prepares nothing in the fake (a launch does all the work), but checks its handles.
+// Uploading prepares nothing in the fake but the graph memory reservation (a launch does all the
+// work), and checks its handles.
 CUresult upload(CUgraphExec exec, CUstream handle, DefaultStream default_stream) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   std::vector<GraphNode> nodes;
   if (!graph_exec_nodes(exec, &nodes)) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<Stream> stream;
-  return resolve_stream(handle, default_stream, stream);
+  if (CUresult status = resolve_stream(handle, default_stream, stream); status != CUDA_SUCCESS) return status;
+  return graph_memory_launch(nodes, stream->context(), false);
 }
 
 }  // namespace

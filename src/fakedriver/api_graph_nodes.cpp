@@ -1,13 +1,18 @@
-// Entry points: the graph nodes of kernels and of graph memory (graph.hpp), and graph memory trim.
+// Entry points: the graph nodes of kernels, of graph memory and of child graphs (graph.hpp), and
+// the device's graph memory: its attributes and trim (graph_memory.hpp).
 // A kernel node is recorded, not run, each time its graph is launched. A memory alloc node allocates
 // at once, in the current context, and its address is the graph's for the graph's life (CUDA fixes
-// the address of graph memory when the node is added, too); free nodes and trims release nothing.
+// the address of graph memory when the node is added, too); what a launch uses and reserves is
+// accounted by graph_memory.hpp. A child graph node owns a copy of its child graph, memory nodes
+// included (NVIDIA's driver refuses to copy a graph with memory nodes; it takes one whose ownership
+// is moved into the node, which the fake does not offer).
 #include <algorithm>
 
 #include "allocations.hpp"
 #include "api_guard.hpp"
 #include "driver.hpp"
 #include "graph.hpp"
+#include "graph_memory.hpp"
 #include "launch_record.hpp"
 
 namespace fake {
@@ -58,6 +63,10 @@ CUresult add_mem_alloc_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* 
   GraphNode node;
   node.kind = GraphNodeKind::mem_alloc;
   node.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+  node.alloc = *params;
+  node.alloc.accessDescs = nullptr;
+  node.alloc.accessDescCount = 0;
+  node.alloc.dptr = address;
   if (CUresult status = add_node(out, graph, dependencies, count, std::move(node)); status != CUDA_SUCCESS) {
     free_memory(address, true, false);
     return status;
@@ -73,12 +82,75 @@ CUresult add_mem_free_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   GraphNode node;
   node.kind = GraphNodeKind::mem_free;
   node.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+  node.freed = address;
   return add_node(out, graph, dependencies, count, std::move(node));
 }
 
 CUresult graph_mem_trim(CUdevice device) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
-  return require_device(device);
+  if (CUresult status = require_device(device); status != CUDA_SUCCESS) return status;
+  graph_memory_trim(device);
+  return CUDA_SUCCESS;
+}
+
+CUresult alloc_node_params(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS* out) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const bool found = change_graph_node(node, [out](GraphNode& held) {
+    if (held.kind != GraphNodeKind::mem_alloc) return false;
+    *out = held.alloc;
+    return true;
+  });
+  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult free_node_params(CUgraphNode node, CUdeviceptr* out) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const bool found = change_graph_node(node, [out](GraphNode& held) {
+    if (held.kind != GraphNodeKind::mem_free) return false;
+    *out = held.freed;
+    return true;
+  });
+  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult add_child_graph_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                              CUgraph child) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (child == graph) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph copy = clone_graph(child);
+  if (copy == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  GraphNode node;
+  node.kind = GraphNodeKind::child;
+  node.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  node.child = copy;
+  if (CUresult status = add_node(out, graph, dependencies, count, std::move(node)); status != CUDA_SUCCESS) {
+    destroy_graph(copy);
+    return status;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult child_graph_of(CUgraphNode node, CUgraph* out) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const bool found = change_graph_node(node, [out](GraphNode& held) {
+    if (held.kind != GraphNodeKind::child) return false;
+    *out = held.child;
+    return true;
+  });
+  return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult get_graph_mem_attribute(CUdevice device, CUgraphMem_attribute attribute, void* value) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  return graph_memory_attribute(device, attribute, value);
+}
+
+CUresult set_graph_mem_attribute(CUdevice device, CUgraphMem_attribute attribute, void* value) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  return set_graph_memory_attribute(device, attribute, value);
 }
 
 }  // namespace
@@ -99,3 +171,22 @@ FAKE_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode* phGraphNode, CUgraph hGr
   FAKE_ENTRY(add_mem_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr));
 }
 FAKE_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device) { FAKE_ENTRY(graph_mem_trim(device)); }
+FAKE_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
+  FAKE_ENTRY(alloc_node_params(hNode, params_out));
+}
+FAKE_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dptr_out) {
+  FAKE_ENTRY(free_node_params(hNode, dptr_out));
+}
+FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                              size_t numDependencies, CUgraph childGraph) {
+  FAKE_ENTRY(add_child_graph_node(phGraphNode, hGraph, dependencies, numDependencies, childGraph));
+}
+FAKE_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph* phGraph) {
+  FAKE_ENTRY(child_graph_of(hNode, phGraph));
+}
+FAKE_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
+  FAKE_ENTRY(get_graph_mem_attribute(device, attr, value));
+}
+FAKE_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value) {
+  FAKE_ENTRY(set_graph_mem_attribute(device, attr, value));
+}

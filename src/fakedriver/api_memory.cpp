@@ -7,6 +7,7 @@
 #include "allocations.hpp"
 #include "api_guard.hpp"
 #include "driver.hpp"
+#include "graph_memory.hpp"
 #include "pointer_info.hpp"
 #include "stream_ops.hpp"
 
@@ -31,6 +32,7 @@ CUresult mem_alloc(CUdeviceptr* out, std::size_t size, MemoryKind kind) {
 CUresult mem_free(CUdeviceptr address) {
   if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
   if (address == 0) return CUDA_SUCCESS;
+  if (graph_memory_free(address)) return CUDA_SUCCESS;  // a live graph allocation ends (graph_memory.hpp)
   return free_memory(address, true, false);
 }
 

@@ -5,6 +5,7 @@
 #include "allocations.hpp"
 #include "api_guard.hpp"
 #include "driver.hpp"
+#include "graph_memory.hpp"
 #include "stream_ops.hpp"
 
 namespace fake {
@@ -32,6 +33,8 @@ CUresult free_async(CUdeviceptr address, CUstream handle, DefaultStream default_
   std::shared_ptr<Stream> stream;
   if (CUresult status = resolve_stream(handle, default_stream, stream); status != CUDA_SUCCESS) return status;
   if (address == 0) return CUDA_SUCCESS;
+  // A live graph allocation ends; its memory stays the graph's (graph_memory.hpp).
+  if (graph_memory_free(address)) return CUDA_SUCCESS;
   if (CUresult status = mark_free_pending(address); status != CUDA_SUCCESS) return status;
   // On a capturing stream the free would become a graph node; the fake's graphs never run, so the
   // memory is simply kept.

@@ -20,6 +20,15 @@ struct ArrayLayout {
 // The layout of a live array; false for an unknown handle.
 bool array_layout(CUarray handle, ArrayLayout* layout);
 
+// Arrays made and destroyed by the fake itself (the levels of a mipmapped array, api_mipmap.cpp):
+// the same checks as cuArray3DCreate_v2, in the current context.
+CUresult create_array(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor);
+bool destroy_array(CUarray handle);
+// What cuArrayGetMemoryRequirements answers for a live array (its bytes rounded up to
+// kArrayAlignment); 0 for an unknown handle.
+inline constexpr std::size_t kArrayAlignment = 512;
+std::size_t array_required_bytes(CUarray handle);
+
 // Bytes of one channel of an element of `format` (arrays and textures); 0 for a format the fake
 // does not know.
 inline std::size_t format_bytes(CUarray_format format) {

@@ -28,6 +28,34 @@ bool owns_node(const Graph& graph, CUgraphNode node) {
                      [node](const auto& owned) { return reinterpret_cast<CUgraphNode>(owned.get()) == node; });
 }
 
+// A copy of `graph` registered as a graph of its own; its child graphs are copied too, so that each
+// graph owns its children alone.
+Graph* clone_locked(GraphRegistry& graphs, const Graph& graph) {
+  auto copy = std::make_unique<Graph>();
+  for (const auto& node : graph.nodes) {
+    auto copied = std::make_unique<GraphNode>(*node);
+    if (copied->kind == GraphNodeKind::child) {
+      Graph* child = live_graph_locked(graphs, copied->child);
+      copied->child = child == nullptr ? nullptr : reinterpret_cast<CUgraph>(clone_locked(graphs, *child));
+    }
+    copy->nodes.push_back(std::move(copied));
+  }
+  Graph* raw = copy.release();
+  graphs.graphs.insert(raw);
+  return raw;
+}
+
+// The nodes an instantiation of `graph` runs: a child graph's in its node's place.
+void flatten_locked(GraphRegistry& graphs, const Graph& graph, std::vector<GraphNode>& out) {
+  for (const auto& node : graph.nodes) {
+    if (node->kind != GraphNodeKind::child) {
+      out.push_back(*node);
+    } else if (Graph* child = live_graph_locked(graphs, node->child)) {
+      flatten_locked(graphs, *child, out);
+    }
+  }
+}
+
 }  // namespace
 
 CUgraph register_graph(std::unique_ptr<Graph> graph) {
@@ -41,17 +69,29 @@ CUgraph register_graph(std::unique_ptr<Graph> graph) {
 bool destroy_graph(CUgraph handle) {
   auto& graphs = registry();
   std::vector<std::pair<CUuserObject, unsigned>> owned;
+  std::vector<CUgraph> children;
   {
     std::lock_guard lock(graphs.mutex);
     Graph* graph = live_graph_locked(graphs, handle);
     if (graph == nullptr) return false;
     owned = std::move(graph->user_objects);
+    for (const auto& node : graph->nodes) {
+      if (node->kind == GraphNodeKind::child && node->child != nullptr) children.push_back(node->child);
+    }
     graphs.graphs.erase(graph);
     delete graph;
   }
   // Outside the lock: a destructor may run.
   for (const auto& [object, count] : owned) release_user_object(object, count);
+  for (CUgraph child : children) destroy_graph(child);
   return true;
+}
+
+CUgraph clone_graph(CUgraph handle) {
+  auto& graphs = registry();
+  std::lock_guard lock(graphs.mutex);
+  Graph* graph = live_graph_locked(graphs, handle);
+  return graph == nullptr ? nullptr : reinterpret_cast<CUgraph>(clone_locked(graphs, *graph));
 }
 
 bool change_graph_node(CUgraphNode node, const std::function<bool(GraphNode&)>& change) {
@@ -89,7 +129,7 @@ CUgraphExec instantiate_graph(CUgraph handle) {
   Graph* graph = live_graph_locked(graphs, handle);
   if (graph == nullptr) return nullptr;
   auto exec = std::make_unique<GraphExec>();
-  for (const auto& node : graph->nodes) exec->nodes.push_back(*node);
+  flatten_locked(graphs, *graph, exec->nodes);
   GraphExec* raw = exec.release();
   graphs.execs.insert(raw);
   return reinterpret_cast<CUgraphExec>(raw);

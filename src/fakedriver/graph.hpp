@@ -8,7 +8,10 @@
 // Graphs made by stream capture hold the kernels launched on the capturing stream (other work on a
 // capturing stream is not recorded). Kernel nodes run nothing: launching the graph adds their
 // launches to the launch record, so tests see a graph replayed. Graph memory is allocated when its
-// alloc node is added (its address is fixed for the graph's life, as CUDA's is); free nodes do nothing.
+// alloc node is added (its address is fixed for the graph's life, as CUDA's is); what the graph
+// memory attributes report is accounted at launch (graph_memory.hpp). A child graph node owns a
+// copy of its child graph (a graph of its own, destroyed with its parent); instantiation puts the
+// child's nodes in its place.
 #pragma once
 
 #include <cuda.h>
@@ -22,7 +25,7 @@ namespace fake {
 
 class Event;
 
-enum class GraphNodeKind { empty, host, event_record, event_wait, kernel, mem_alloc, mem_free, work };
+enum class GraphNodeKind { empty, host, event_record, event_wait, kernel, mem_alloc, mem_free, work, child };
 
 struct GraphNode {
   GraphNodeKind kind = GraphNodeKind::empty;
@@ -35,6 +38,9 @@ struct GraphNode {
   unsigned block[3] = {1, 1, 1};
   unsigned shared_bytes = 0;
   std::function<void()> work;    // work nodes (copies, memsets)
+  CUDA_MEM_ALLOC_NODE_PARAMS alloc{};  // alloc nodes: as added, with the address (no access descriptors kept)
+  CUdeviceptr freed = 0;               // free nodes: the address they free
+  CUgraph child = nullptr;             // child graph nodes: the copy the node owns
   CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;  // what cuGraphNodeGetType answers
 };
 
@@ -66,7 +72,10 @@ CUgraphNode add_graph_node(CUgraph handle, const CUgraphNode* dependencies, std:
 // An event-record or event-wait node of `event` (api_graph.cpp; also the generic cuGraphAddNode's).
 CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dependencies, std::size_t count,
                         CUevent event, GraphNodeKind kind);
-// Instantiates a live graph; nullptr if `handle` is not one.
+// A copy of a live graph, registered as a graph of its own (a child graph node's); nullptr if
+// `handle` is not one.
+CUgraph clone_graph(CUgraph handle);
+// Instantiates a live graph, child graphs' nodes in their nodes' place; nullptr if `handle` is not one.
 CUgraphExec instantiate_graph(CUgraph handle);
 bool destroy_graph_exec(CUgraphExec handle);
 // The handles of a live graph's nodes, in the order they were added; false for an unknown graph.

@@ -76,7 +76,7 @@ struct OomFigures {
   // The process cap on the device (STREAMPOOL_LIMIT, streampool_limit_info).
   std::uint64_t limit = kNoLimit;
   std::uint64_t charged = 0;          // all the cap counts: the pools' mapped memory and forwarded
-  std::uint64_t forwarded = 0;        // of that, the driver's own: cuMemAlloc, cuMemAllocPitch, cuMemCreate, arrays
+  std::uint64_t forwarded = 0;        // of that, the driver's own: cuMemAlloc, cuMemAllocPitch, cuMemCreate, arrays, graph memory
   std::uint64_t estimated_other = 0;  // not counted, estimated from cuMemGetInfo
   // The device as the driver sees it (driver_known false: not asked, as during a global capture).
   bool driver_known = false;

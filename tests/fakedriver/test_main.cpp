@@ -56,7 +56,7 @@ int make_traced_calls() {
   const CUuuid validity = {{'\xd4', '\x08', '\x20', '\x55', '\xbd', '\xe6', '\x70', '\x4b', '\x8d', '\x34', '\xba',
                             '\x12', '\x3c', '\x66', '\xe1', '\xf2'}};
   cuGetExportTable(&table, &validity);
-  cuGetProcAddress_v2("cuMipmappedArrayCreate", &function, 13000, 0, &status);
+  cuGetProcAddress_v2("cuMipmappedArrayGetSparseProperties", &function, 13000, 0, &status);
   if (function != nullptr) reinterpret_cast<int (*)()>(function)();
   return 0;
 }

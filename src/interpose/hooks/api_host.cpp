@@ -54,7 +54,7 @@ bool host_limit_info(int device, streampool_device_limit* info) noexcept {
   interpose::control_hooks::DeviceFigures figures;
   if (!interpose::control_hooks::device_figures(device, &figures)) return false;
   info->limit = figures.limit;
-  info->charged = figures.pools_bytes + figures.forwarded_bytes + figures.arrays_bytes;
+  info->charged = figures.pools_bytes + figures.forwarded_bytes + figures.arrays_bytes + figures.graph_bytes;
   info->pools_in_use = figures.in_use_bytes;
   info->pools_cached = figures.cached_bytes;
   info->forwarded = figures.forwarded_bytes;
@@ -62,6 +62,7 @@ bool host_limit_info(int device, streampool_device_limit* info) noexcept {
   info->estimated_uncounted = figures.estimated_other_bytes;
   info->served_malloc = figures.served_malloc_bytes;
   info->arrays = figures.arrays_bytes;
+  info->graph = figures.graph_bytes;
   return true;
 }
 

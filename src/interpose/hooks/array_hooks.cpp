@@ -1,8 +1,10 @@
-// CUDA arrays under the process cap (STREAMPOOL_LIMIT): cuArrayCreate_v2 and cuArray3DCreate_v2
-// are charged and refused beyond the cap, cuArrayDestroy gives back. Without a cap each forwards
-// unchanged. The logic is in control/array_charges.cpp.
+// CUDA arrays under the process cap (STREAMPOOL_LIMIT): cuArrayCreate_v2, cuArray3DCreate_v2 and
+// cuMipmappedArrayCreate are charged and refused beyond the cap, cuArrayDestroy and
+// cuMipmappedArrayDestroy give back. Without a cap each forwards unchanged. The logic is in
+// control/array_charges.cpp and control/mipmap_charges.cpp.
 #include "call_counters.hpp"
 #include "control/array_charges.hpp"
+#include "control/mipmap_charges.hpp"
 #include "process_state.hpp"
 
 using streampool::interpose::Hook;
@@ -29,4 +31,19 @@ STREAMPOOL_HOOK CUresult cuArrayDestroy(CUarray hArray) {
   sp::HookScope scope;
   if (sp::bypass(scope)) return sp::forward(real().cuArrayDestroy, hArray);
   return caps::array_destroy(hArray);
+}
+
+STREAMPOOL_HOOK CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pMipmappedArrayDesc,
+                                                unsigned int numMipmapLevels) {
+  sp::count_call(Hook::cuMipmappedArrayCreate);
+  sp::HookScope scope;
+  if (sp::bypass(scope)) return sp::forward(real().cuMipmappedArrayCreate, pHandle, pMipmappedArrayDesc, numMipmapLevels);
+  return caps::mipmap_create(pHandle, pMipmappedArrayDesc, numMipmapLevels);
+}
+
+STREAMPOOL_HOOK CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  sp::count_call(Hook::cuMipmappedArrayDestroy);
+  sp::HookScope scope;
+  if (sp::bypass(scope)) return sp::forward(real().cuMipmappedArrayDestroy, hMipmappedArray);
+  return caps::mipmap_destroy(hMipmappedArray);
 }

@@ -22,7 +22,11 @@
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph)                                  \
   X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)           \
   X(cuGetErrorName) X(cuGetErrorString) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemCreate)          \
-  X(cuMemRelease) X(cuMemGetInfo_v2) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy)
+  X(cuMemRelease) X(cuMemGetInfo_v2) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy)           \
+  X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuGraphInstantiate) X(cuGraphInstantiate_v2) \
+  X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams) X(cuGraphInstantiateWithParams_ptsz) \
+  X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphUpload) X(cuGraphUpload_ptsz) X(cuGraphExecDestroy) \
+  X(cuDeviceGraphMemTrim) X(cuDeviceSetGraphMemAttribute)
 
 namespace streampool::interpose {
 

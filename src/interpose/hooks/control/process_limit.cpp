@@ -291,8 +291,10 @@ void context_ended(CUcontext context) noexcept {
     std::lock_guard lock(s.forwarded_mutex);
     uncharge_context_locked(s, s.allocations, ctl::Holder::forwarded, context);
     uncharge_context_locked(s, s.arrays, ctl::Holder::arrays, context);  // the driver destroyed its arrays too
+    uncharge_context_locked(s, s.mipmaps, ctl::Holder::arrays, context);  // and its mipmapped arrays
   } catch (...) {
   }
+  graph_memory_context_ended(context);  // and the memory its graphs held
 }
 
 CUresult mem_get_info(std::size_t* free_bytes, std::size_t* total_bytes) noexcept {
@@ -340,6 +342,7 @@ bool device_figures(int device, DeviceFigures* figures) noexcept {
     out.pools_bytes = s.cap.held(ctl::Holder::pools, device);
     out.forwarded_bytes = s.cap.held(ctl::Holder::forwarded, device);
     out.arrays_bytes = s.cap.held(ctl::Holder::arrays, device);
+    out.graph_bytes = s.cap.held(ctl::Holder::graph, device);
     out.peak_bytes = s.cap.peak(device);
     std::uint64_t used = 0;
     engine().for_each_pool([&](core::Pool* pool) {

@@ -3,10 +3,13 @@
 // forward them, cuMemGetInfo answered within it, and reclaiming cached memory before a refusal.
 //
 // What is counted (device memory only): every device pool's mapped granules (or chunks), exportable
-// pools included; cuMemAlloc, cuMemAllocPitch and cuMemCreate of device memory; CUDA arrays
-// (array_charges.hpp). Not counted: pinned host pools and managed pools (host memory, or memory the
-// driver migrates and evicts on its own), cuMemHostAlloc, cuMemAllocManaged, graph memory, IPC imports (the exporting process holds
-// that memory and is charged for it), contexts, modules and the driver's own reservations. The
+// pools included; cuMemAlloc, cuMemAllocPitch and cuMemCreate of device memory; CUDA arrays,
+// mipmapped ones among them (array_charges.hpp, mipmap_charges.hpp); the memory the driver
+// reserves for graphs' memory-allocation nodes, as the graph memory attributes report it
+// (graph_memory_charges.hpp). Not counted: pinned host pools and managed pools (host memory, or
+// memory the driver migrates and evicts on its own), cuMemHostAlloc, cuMemAllocManaged, IPC
+// imports (the exporting process holds that memory and is charged for it), contexts, modules and
+// the driver's other reservations. The
 // last are reported as an estimate: the device's free memory at the first cuMemGetInfo under the
 // cap, less its free memory now, less what was counted since.
 //
@@ -27,6 +30,7 @@
 #include "core/engine.hpp"
 #include "core/pool_props.hpp"
 #include "driver/cuda_compat.hpp"
+#include "graph_memory_charges.hpp"
 
 namespace streampool::interpose::control_hooks {
 
@@ -53,6 +57,8 @@ struct CapState {
   std::unordered_map<std::uintptr_t, Forwarded> allocations;  // cuMemAlloc(Pitch) pointers
   std::unordered_map<std::uint64_t, Forwarded> handles;       // cuMemCreate handles
   std::unordered_map<std::uintptr_t, Forwarded> arrays;       // cuArrayCreate, cuArray3DCreate
+  std::unordered_map<std::uintptr_t, Forwarded> mipmaps;      // cuMipmappedArrayCreate (charged as arrays)
+  GraphMemoryState graph;                                     // executable graphs that allocate
   // Per device, at the first cuMemGetInfo under the cap: the device's free memory and what was
   // counted then (0 free: not measured yet). The base of the estimate of what is not counted.
   std::atomic<std::uint64_t> free_at_start[streampool::control::kMaxDevices]{};
@@ -105,7 +111,8 @@ struct DeviceFigures {
   std::uint64_t in_use_bytes = 0;     // of that, allocated (the pools' used statistic)
   std::uint64_t cached_bytes = 0;     // of that, held free
   std::uint64_t forwarded_bytes = 0;  // cuMemAlloc, cuMemAllocPitch, cuMemCreate
-  std::uint64_t arrays_bytes = 0;     // cuArrayCreate, cuArray3DCreate
+  std::uint64_t arrays_bytes = 0;     // cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate
+  std::uint64_t graph_bytes = 0;      // reserved for graphs' memory-allocation nodes (the driver's figure)
   std::uint64_t estimated_other_bytes = 0;  // uncounted use since the first cuMemGetInfo (estimate)
   std::uint64_t peak_bytes = 0;             // the most counted at once (all holders)
   std::uint64_t served_malloc_bytes = 0;    // of in_use_bytes, served for cuMemAlloc (STREAMPOOL_SERVE_MALLOC)

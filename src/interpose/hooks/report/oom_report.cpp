@@ -132,8 +132,8 @@ insight::OomFigures gather(ProcessState& state, core::Pool* pool, int driver_dev
   }
   if (control_hooks::DeviceFigures cap; charged_device >= 0 && control_hooks::device_figures(charged_device, &cap)) {
     figures.limit = cap.limit;
-    figures.charged = cap.pools_bytes + cap.forwarded_bytes + cap.arrays_bytes;
-    figures.forwarded = cap.forwarded_bytes + cap.arrays_bytes;
+    figures.charged = cap.pools_bytes + cap.forwarded_bytes + cap.arrays_bytes + cap.graph_bytes;
+    figures.forwarded = cap.forwarded_bytes + cap.arrays_bytes + cap.graph_bytes;
     figures.estimated_other = cap.estimated_other_bytes;
   }
   figures.driver_known = driver_memory(charged_device, &figures.driver_free, &figures.driver_total);

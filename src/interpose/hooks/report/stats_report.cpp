@@ -82,14 +82,15 @@ void append_devices(std::string& out) {
     out += head;
     out += figures.limit == streampool::control::kNoLimit ? "null" : std::to_string(figures.limit);
     out += ',';
-    append_field(out, "charged", figures.pools_bytes + figures.forwarded_bytes + figures.arrays_bytes);
+    append_field(out, "charged", figures.pools_bytes + figures.forwarded_bytes + figures.arrays_bytes + figures.graph_bytes);
     append_field(out, "peak", figures.peak_bytes);
     append_field(out, "pools_in_use", figures.in_use_bytes);
     append_field(out, "pools_cached", figures.cached_bytes);
     append_field(out, "forwarded", figures.forwarded_bytes);
     append_field(out, "estimated_uncounted", figures.estimated_other_bytes);
     append_field(out, "served_malloc", figures.served_malloc_bytes);
-    append_field(out, "arrays", figures.arrays_bytes, false);
+    append_field(out, "arrays", figures.arrays_bytes);
+    append_field(out, "graph", figures.graph_bytes, false);
     out += '}';
   }
 }
