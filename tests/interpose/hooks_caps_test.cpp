@@ -628,6 +628,23 @@ TEST(CapsChild, DISABLED_AContextResetGivesBackItsArrays) {
   EXPECT_EQ(charged(0), 0u);
 }
 
+// Before its first allocation or cuMemGetInfo, which resolve the cap otherwise, a program that
+// asks streampool_limit_info reads the cap (it read 0 once).
+TEST(CapsChild, DISABLED_TheLimitInfoShowsTheCapBeforeAnyAllocation) {
+  ASSERT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, 0), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  using Info = int (*)(int, streampool_device_limit*);
+  auto info = reinterpret_cast<Info>(hooks_test::streampool_symbol("streampool_limit_info"));
+  ASSERT_NE(info, nullptr);
+  streampool_device_limit figures{};
+  figures.struct_size = sizeof figures;
+  ASSERT_EQ(info(0, &figures), 0);
+  EXPECT_EQ(figures.limit, 300 * kMiB);
+  EXPECT_EQ(figures.charged, 0u);
+}
+
 class CapSettings : public ::testing::Test {
  protected:
   std::string log_path = "/tmp/streampool_caps_child_" + std::to_string(getpid()) + ".log";
@@ -677,6 +694,12 @@ TEST_F(CapSettings, AContextResetGivesBackTheDriverAllocationsOfItsContext) {
 
 TEST_F(CapSettings, AContextResetOrDestroyGivesBackTheArraysOfItsContext) {
   EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_AContextResetGivesBackItsArrays",
+                                       {"STREAMPOOL_LIMIT=300M", "STREAMPOOL_FAKE_DEVICES=1"}),
+            0);
+}
+
+TEST_F(CapSettings, TheLimitInfoShowsTheCapBeforeAnyAllocation) {
+  EXPECT_EQ(hooks_test::run_child_test("CapsChild.DISABLED_TheLimitInfoShowsTheCapBeforeAnyAllocation",
                                        {"STREAMPOOL_LIMIT=300M", "STREAMPOOL_FAKE_DEVICES=1"}),
             0);
 }

@@ -334,9 +334,11 @@ int reported_devices() noexcept {
 }
 
 bool device_figures(int device, DeviceFigures* figures) noexcept {
-  if (figures == nullptr || device < 0 || device >= reported_devices()) return false;
+  if (figures == nullptr || device < 0) return false;
   try {
-    CapState& s = caps();
+    // A program may ask before its first allocation, which is what resolves the cap otherwise.
+    CapState& s = resolved_caps();
+    if (device >= reported_devices()) return false;
     DeviceFigures out;
     out.limit = s.cap.limit(device);
     out.pools_bytes = s.cap.held(ctl::Holder::pools, device);
