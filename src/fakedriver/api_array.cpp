@@ -1,5 +1,6 @@
 // Entry points: CUDA arrays (array.hpp): create with a 2D or 3D descriptor, destroy, describe, and
-// the memory an array takes (cuArrayGetMemoryRequirements: its bytes rounded up to kArrayAlignment).
+// the memory an array takes (cuArrayGetMemoryRequirements: its bytes rounded up to kArrayAlignment,
+// answered, as by NVIDIA's driver, only for an array made with CUDA_ARRAY3D_DEFERRED_MAPPING).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,8 @@ CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdev
   std::lock_guard lock(arrays.mutex);
   auto found = arrays.arrays.find(handle);
   if (found == arrays.arrays.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // As NVIDIA's driver: only an array made for deferred mapping answers.
+  if ((found->second->descriptor.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) return CUDA_ERROR_INVALID_VALUE;
   *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
   out->size = rounded(found->second->bytes.size());
   out->alignment = kArrayAlignment;

@@ -1,7 +1,8 @@
 // Entry points: mipmapped arrays, each a list of arrays (array.hpp), one a level: level i halves the
 // extent of level i-1 in every dimension it has (never below 1), a layered array keeping its layer
 // count. Create, destroy, a level's array, and the memory the whole takes
-// (cuMipmappedArrayGetMemoryRequirements: the levels' cuArrayGetMemoryRequirements sizes, summed).
+// (cuMipmappedArrayGetMemoryRequirements: the levels' array sizes summed, answered only for a
+// mipmapped array made with CUDA_ARRAY3D_DEFERRED_MAPPING, as by NVIDIA's driver).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@ namespace {
 
 struct FakeMipmap {
   std::vector<CUarray> levels;
+  bool deferred = false;  // made with CUDA_ARRAY3D_DEFERRED_MAPPING
 };
 
 struct MipmapRegistry {
@@ -52,6 +54,7 @@ CUresult create(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor
     return CUDA_ERROR_INVALID_VALUE;
   }
   auto mipmap = std::make_unique<FakeMipmap>();
+  mipmap->deferred = (descriptor->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) != 0;
   const bool layered = (descriptor->Flags & CUDA_ARRAY3D_LAYERED) != 0;
   for (unsigned level = 0; level < count; ++level) {
     CUDA_ARRAY3D_DESCRIPTOR level_descriptor = *descriptor;
@@ -108,6 +111,7 @@ CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUmipmappedArray hand
   std::lock_guard lock(mipmaps.mutex);
   auto found = mipmaps.mipmaps.find(handle);
   if (found == mipmaps.mipmaps.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!found->second->deferred) return CUDA_ERROR_INVALID_VALUE;  // as NVIDIA's driver
   *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
   for (CUarray level : found->second->levels) out->size += array_required_bytes(level);
   out->alignment = kArrayAlignment;

@@ -131,9 +131,16 @@ class CapsGraph : public hooks_test::DriverTest {
 
 // ---- mipmapped arrays: charged as arrays ----
 
-std::uint64_t mipmap_size(CUmipmappedArray mipmap, int device) {
+// The driver's size: answered, as by NVIDIA's driver, only for a deferred-mapping mipmapped array,
+// so asked of a deferred twin (which the cap does not charge).
+std::uint64_t mipmap_size(CUDA_ARRAY3D_DESCRIPTOR descriptor, unsigned levels, CUmipmappedArray mipmap, int device) {
   CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
-  EXPECT_EQ(SP(cuMipmappedArrayGetMemoryRequirements)(&requirements, mipmap, device), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMipmappedArrayGetMemoryRequirements)(&requirements, mipmap, device), CUDA_ERROR_INVALID_VALUE);
+  descriptor.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+  CUmipmappedArray twin = nullptr;
+  EXPECT_EQ(SP(cuMipmappedArrayCreate)(&twin, &descriptor, levels), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMipmappedArrayGetMemoryRequirements)(&requirements, twin, device), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMipmappedArrayDestroy)(twin), CUDA_SUCCESS);
   return requirements.size;
 }
 
@@ -142,7 +149,7 @@ TEST_F(CapsGraph, AMipmappedArrayIsChargedTheDriversSizeAsAnArrayAndGivenBackAtD
   const CUDA_ARRAY3D_DESCRIPTOR square = float_array(1000, 600, 0, 2);
   CUmipmappedArray mipmap = nullptr;
   ASSERT_EQ(SP(cuMipmappedArrayCreate)(&mipmap, &square, 4), CUDA_SUCCESS);
-  const std::uint64_t bytes = mipmap_size(mipmap, 0);
+  const std::uint64_t bytes = mipmap_size(square, 4, mipmap, 0);
   EXPECT_GT(bytes, 1000u * 600 * 8);  // the levels below the first count too
   EXPECT_EQ(charged(0), before + bytes);
   EXPECT_EQ(limit_info(0).arrays, bytes);
@@ -154,6 +161,20 @@ TEST_F(CapsGraph, AMipmappedArrayIsChargedTheDriversSizeAsAnArrayAndGivenBackAtD
   EXPECT_EQ(charged(0), before);
   EXPECT_EQ(limit_info(0).arrays, 0u);
   EXPECT_EQ(SP(cuMipmappedArrayDestroy)(mipmap), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(charged(0), before);
+}
+
+TEST_F(CapsGraph, ADeferredMappingMipmappedArrayHoldsNoMemoryAndIsNotCharged) {
+  const std::uint64_t before = charged(0);
+  const CUDA_ARRAY3D_DESCRIPTOR deferred = float_array(2048, 2048, 0, 4, CUDA_ARRAY3D_DEFERRED_MAPPING);
+  CUmipmappedArray mipmap = nullptr;
+  ASSERT_EQ(SP(cuMipmappedArrayCreate)(&mipmap, &deferred, 12), CUDA_SUCCESS);
+  CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
+  ASSERT_EQ(SP(cuMipmappedArrayGetMemoryRequirements)(&requirements, mipmap, 0), CUDA_SUCCESS);
+  EXPECT_GT(requirements.size, 2048u * 2048 * 16);
+  EXPECT_EQ(charged(0), before);
+  EXPECT_EQ(limit_info(0).arrays, 0u);
+  ASSERT_EQ(SP(cuMipmappedArrayDestroy)(mipmap), CUDA_SUCCESS);
   EXPECT_EQ(charged(0), before);
 }
 
@@ -182,7 +203,7 @@ TEST_F(CapsGraph, AMipmappedArrayPastTheCapIsRefusedAfterThePoolsAreTrimmedAndIs
   CUmipmappedArray refused = reinterpret_cast<CUmipmappedArray>(1);
   EXPECT_EQ(SP(cuMipmappedArrayCreate)(&refused, &past, 2), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(refused, nullptr);
-  EXPECT_EQ(fake_calls("cuMipmappedArrayDestroy"), destroys + 1);  // made, then destroyed again
+  EXPECT_EQ(fake_calls("cuMipmappedArrayDestroy"), destroys + 2);  // the twin asked for the size, then the array made and destroyed again
   EXPECT_EQ(charged(0), held);
   ASSERT_EQ(SP(cuMipmappedArrayDestroy)(mipmap), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuMemPoolDestroy)(keeper), CUDA_SUCCESS);

@@ -288,9 +288,18 @@ CUDA_ARRAY3D_DESCRIPTOR float_array(size_t width, size_t height, size_t depth, u
   return descriptor;
 }
 
+// The driver's size for an array: as NVIDIA's, the fake answers only for a deferred-mapping array,
+// so the size is asked of a deferred twin of the same descriptor (which the cap does not charge).
 std::uint64_t array_size(CUarray array, int device) {
   CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
-  EXPECT_EQ(SP(cuArrayGetMemoryRequirements)(&requirements, array, device), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuArrayGetMemoryRequirements)(&requirements, array, device), CUDA_ERROR_INVALID_VALUE);
+  CUDA_ARRAY3D_DESCRIPTOR descriptor{};
+  EXPECT_EQ(SP(cuArray3DGetDescriptor_v2)(&descriptor, array), CUDA_SUCCESS);
+  descriptor.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+  CUarray twin = nullptr;
+  EXPECT_EQ(SP(cuArray3DCreate_v2)(&twin, &descriptor), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuArrayGetMemoryRequirements)(&requirements, twin, device), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuArrayDestroy)(twin), CUDA_SUCCESS);
   return requirements.size;
 }
 
@@ -327,6 +336,21 @@ TEST_F(Caps, ArraysOfEachKindAreChargedTheDriversSizeAndGivenBackAtDestroy) {
   EXPECT_EQ(limit_info(0).arrays, 0u);
 }
 
+TEST_F(Caps, ADeferredMappingArrayHoldsNoMemoryAndIsNotCharged) {
+  const std::uint64_t before = charged(0);
+  CUDA_ARRAY3D_DESCRIPTOR deferred = float_array(2048, 2048, 0, 4);
+  deferred.Flags = CUDA_ARRAY3D_DEFERRED_MAPPING;
+  CUarray array = nullptr;
+  ASSERT_EQ(SP(cuArray3DCreate_v2)(&array, &deferred), CUDA_SUCCESS);
+  CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
+  ASSERT_EQ(SP(cuArrayGetMemoryRequirements)(&requirements, array, 0), CUDA_SUCCESS);
+  EXPECT_GE(requirements.size, 2048u * 2048 * 16);
+  EXPECT_EQ(charged(0), before);
+  EXPECT_EQ(limit_info(0).arrays, 0u);
+  ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
+  EXPECT_EQ(charged(0), before);
+}
+
 TEST_F(Caps, WithoutTheDriversSizeAnArrayIsChargedItsElementsBytes) {
   hooks_test::fail_call("cuArrayGetMemoryRequirements", 1, CUDA_ERROR_NOT_SUPPORTED);
   const std::uint64_t before = charged(1);
@@ -356,7 +380,7 @@ TEST_F(Caps, AnArrayPastTheCapIsRefusedAfterThePoolsAreTrimmedAndIsNotLeaked) {
   CUarray refused = reinterpret_cast<CUarray>(1);
   EXPECT_EQ(SP(cuArray3DCreate_v2)(&refused, &fits), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(refused, nullptr);
-  EXPECT_EQ(hooks_test::fake_calls("cuArrayDestroy"), destroys + 1);  // made, then destroyed again
+  EXPECT_EQ(hooks_test::fake_calls("cuArrayDestroy"), destroys + 2);  // the twin asked for the size, then the array made and destroyed again
   EXPECT_EQ(charged(0), held);
   ASSERT_EQ(SP(cuArrayDestroy)(array), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuMemPoolDestroy)(keeper), CUDA_SUCCESS);

@@ -9,8 +9,11 @@
 //   graph-refused   a graph allocating more than the cap: its launch answers out of memory under the
 //                   cap (and runs where nothing caps it)
 //   graph-trim      cuDeviceGraphMemTrim: both figures back to 0
-//   mipmap-charge   a 2048x2048 float4 mipmapped array of 12 levels: cuMipmappedArrayGetMemoryRequirements
-//                   against the growth of streampool's `arrays` figure, given back at destroy
+//   mipmap-charge   a 4096x4096 float4 mipmapped array of 13 levels: the driver's size (asked, with
+//                   cuMipmappedArrayGetMemoryRequirements, of a deferred-mapping twin: the driver
+//                   answers for no other) against the fall of cuMemGetInfo's free memory (alone:
+//                   the driver's own; under the cap: the cap's) and the growth of streampool's
+//                   `arrays` figure, given back at destroy
 //   mipmap-refused  a mipmapped array larger than the cap: out of memory under the cap
 // Figures come from streampool_limit_info, looked up with dlsym: without streampool the program
 // prints the driver's figures and "no streampool". Exit status 1 if a verdict fails.
@@ -80,13 +83,20 @@ CUgraphExec allocating_graph(CUdevice device, size_t bytes) {
   return exec;
 }
 
-CUresult make_mipmap(size_t side, unsigned levels, CUmipmappedArray* out) {
+CUresult make_mipmap(size_t side, unsigned levels, CUmipmappedArray* out, unsigned flags = 0) {
   CUDA_ARRAY3D_DESCRIPTOR desc{};
   desc.Width = side;
   desc.Height = side;
   desc.Format = CU_AD_FORMAT_FLOAT;
   desc.NumChannels = 4;
+  desc.Flags = flags;
   return cuMipmappedArrayCreate(out, &desc, levels);
+}
+
+uint64_t free_memory() {
+  size_t free = 0, total = 0;
+  CHECK(cuMemGetInfo(&free, &total));
+  return free;
 }
 
 }  // namespace
@@ -148,21 +158,30 @@ int main(int argc, char** argv) {
   verdict("graph-trim", trimmed == 0 && (!capped || now.graph == 0), "(memory left charged)");
 
   // mipmap-charge
-  charged(&before);
-  CUmipmappedArray mipmap;
-  CHECK(make_mipmap(2048, 12, &mipmap));
+  CUmipmappedArray twin;
+  CHECK(make_mipmap(4096, 13, &twin, CUDA_ARRAY3D_DEFERRED_MAPPING));
   CUDA_ARRAY_MEMORY_REQUIREMENTS needs{};
-  CHECK(cuMipmappedArrayGetMemoryRequirements(&needs, mipmap, device));
+  CHECK(cuMipmappedArrayGetMemoryRequirements(&needs, twin, device));
+  CHECK(cuMipmappedArrayDestroy(twin));
+  charged(&before);
+  const uint64_t free_before = free_memory();
+  CUmipmappedArray mipmap;
+  CHECK(make_mipmap(4096, 13, &mipmap));
+  const uint64_t free_after = free_memory();
   charged(&now);
   const uint64_t grown = now.arrays - before.arrays;
+  const uint64_t fell = free_before - free_after;
   CHECK(cuMipmappedArrayDestroy(mipmap));
   DeviceLimit after{};
   charged(&after);
-  std::printf("mipmap-charge: driver size %llu, streampool arrays +%llu, after destroy %+lld\n",
-              static_cast<unsigned long long>(needs.size), static_cast<unsigned long long>(grown),
-              static_cast<long long>(after.arrays - before.arrays));
-  verdict("mipmap-charge", !capped || (grown == needs.size && after.arrays == before.arrays),
-          "(the arrays figure is not the driver's size)");
+  std::printf("mipmap-charge: driver size %llu, free memory fell %llu, streampool arrays +%llu, after destroy %+lld\n",
+              static_cast<unsigned long long>(needs.size), static_cast<unsigned long long>(fell),
+              static_cast<unsigned long long>(grown), static_cast<long long>(after.arrays - before.arrays));
+  // Alone, the driver's free memory falls by the size rounded to its 2 MiB pages (within 4 MiB).
+  const bool near = fell + (4u << 20) >= needs.size && fell <= needs.size + (4u << 20);
+  verdict("mipmap-charge",
+          capped ? grown == needs.size && fell == needs.size && after.arrays == before.arrays : near,
+          capped ? "(the arrays figure is not the driver's size)" : "(the driver's size is not what it took)");
 
   // mipmap-refused: 16384^2 float4 is 4 GiB at level 0 alone; side grown until past the cap.
   size_t side = 16384;

@@ -31,13 +31,22 @@ std::uint64_t times(std::uint64_t a, std::uint64_t b) noexcept {
   return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
 }
 
-// The array's size on `device`: the driver's answer where it has one, else the rule above.
-std::uint64_t array_bytes(CUarray array, CUdevice device, const CUDA_ARRAY3D_DESCRIPTOR& descriptor) noexcept {
+// The size on `device` of an array of this descriptor. NVIDIA's driver answers
+// cuArrayGetMemoryRequirements only for an array made with CUDA_ARRAY3D_DEFERRED_MAPPING (any other
+// gets CUDA_ERROR_INVALID_VALUE), so the size is read from a deferred twin of the same descriptor,
+// made, asked and destroyed at once: it holds no memory, and its layout is the array's. Where the
+// twin cannot be made or asked, the elements' bytes.
+std::uint64_t array_bytes(CUdevice device, const CUDA_ARRAY3D_DESCRIPTOR& descriptor) noexcept {
   const driver::DriverTable& table = driver::real();
-  CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
-  if (table.cuArrayGetMemoryRequirements != nullptr &&
-      table.cuArrayGetMemoryRequirements(&requirements, array, device) == CUDA_SUCCESS && requirements.size != 0) {
-    return requirements.size;
+  CUDA_ARRAY3D_DESCRIPTOR deferred = descriptor;
+  deferred.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+  CUarray twin = nullptr;
+  if (table.cuArray3DCreate_v2 != nullptr && table.cuArrayGetMemoryRequirements != nullptr &&
+      table.cuArray3DCreate_v2(&twin, &deferred) == CUDA_SUCCESS && twin != nullptr) {
+    CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
+    const CUresult asked = table.cuArrayGetMemoryRequirements(&requirements, twin, device);
+    (void)forward(table.cuArrayDestroy, twin);
+    if (asked == CUDA_SUCCESS && requirements.size != 0) return requirements.size;
   }
   return array_element_bytes(descriptor);
 }
@@ -50,7 +59,7 @@ CUresult charge_made(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR& descriptor)
     if (forward(table.cuCtxGetDevice, &device) != CUDA_SUCCESS) return CUDA_SUCCESS;
     CUcontext context = nullptr;
     (void)forward(table.cuCtxGetCurrent, &context);
-    const std::uint64_t bytes = array_bytes(*handle, device, descriptor);
+    const std::uint64_t bytes = array_bytes(device, descriptor);
     if (!charge_driver_memory(ctl::Holder::arrays, device, bytes)) {
       (void)forward(table.cuArrayDestroy, *handle);
       *handle = nullptr;
@@ -101,6 +110,9 @@ CUresult array_create_3d(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* descrip
   if (result != CUDA_SUCCESS || handle == nullptr || *handle == nullptr || descriptor == nullptr || !limit_set()) {
     return result;
   }
+  // A deferred-mapping array holds no memory: what is mapped into it (cuMemMapArrayAsync) comes
+  // from cuMemCreate, charged there.
+  if ((descriptor->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) != 0) return result;
   return charge_made(handle, *descriptor);
 }
 

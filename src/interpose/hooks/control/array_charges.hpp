@@ -3,10 +3,13 @@
 // refused beyond the cap with CUDA_ERROR_OUT_OF_MEMORY after the pools' cached memory went back;
 // cuArrayDestroy and the end of the array's context give back. Without a cap each forwards unchanged.
 //
-// The size: what the driver reports (cuArrayGetMemoryRequirements, CUDA 12+) where it answers;
+// The size: what the driver reports for a deferred-mapping twin of the same descriptor
+// (cuArrayGetMemoryRequirements, CUDA 12+, which NVIDIA's driver answers only for such arrays);
 // else the elements' bytes, Width x max(Height,1) x max(Depth,1) x the format's bytes x NumChannels
 // (Depth is the layer count of a layered array), not rounded. The driver alone knows the size, so
 // the array is made first and destroyed again when the cap cannot take it (as cuMemAllocPitch).
+// An array made with CUDA_ARRAY3D_DEFERRED_MAPPING holds no memory and is not charged: what a
+// program maps into it comes from cuMemCreate, which the cap counts.
 #pragma once
 
 #include <cstdint>

@@ -19,14 +19,20 @@ std::size_t halved(std::size_t extent, unsigned level) noexcept {
   return out == 0 ? 1 : out;
 }
 
-std::uint64_t mipmap_bytes(CUmipmappedArray mipmap, CUdevice device, const CUDA_ARRAY3D_DESCRIPTOR& descriptor,
-                           unsigned levels) noexcept {
+// As array_bytes (array_charges.cpp): NVIDIA's driver answers cuMipmappedArrayGetMemoryRequirements
+// only for a deferred-mapping mipmapped array, so a deferred twin of the same descriptor and levels
+// is made, asked and destroyed; where it cannot be, the levels' elements' bytes.
+std::uint64_t mipmap_bytes(CUdevice device, const CUDA_ARRAY3D_DESCRIPTOR& descriptor, unsigned levels) noexcept {
   const driver::DriverTable& table = driver::real();
-  CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
-  if (table.cuMipmappedArrayGetMemoryRequirements != nullptr &&
-      table.cuMipmappedArrayGetMemoryRequirements(&requirements, mipmap, device) == CUDA_SUCCESS &&
-      requirements.size != 0) {
-    return requirements.size;
+  CUDA_ARRAY3D_DESCRIPTOR deferred = descriptor;
+  deferred.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+  CUmipmappedArray twin = nullptr;
+  if (table.cuMipmappedArrayCreate != nullptr && table.cuMipmappedArrayGetMemoryRequirements != nullptr &&
+      table.cuMipmappedArrayCreate(&twin, &deferred, levels) == CUDA_SUCCESS && twin != nullptr) {
+    CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
+    const CUresult asked = table.cuMipmappedArrayGetMemoryRequirements(&requirements, twin, device);
+    (void)forward(table.cuMipmappedArrayDestroy, twin);
+    if (asked == CUDA_SUCCESS && requirements.size != 0) return requirements.size;
   }
   return mipmap_element_bytes(descriptor, levels);
 }
@@ -53,13 +59,15 @@ CUresult mipmap_create(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR* 
   if (result != CUDA_SUCCESS || handle == nullptr || *handle == nullptr || descriptor == nullptr || !limit_set()) {
     return result;
   }
+  // A deferred-mapping mipmapped array holds no memory (what is mapped into it is cuMemCreate's).
+  if ((descriptor->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) != 0) return result;
   // Charged once made (the driver alone knows the size), destroyed again if the cap cannot take it.
   try {
     CUdevice device = 0;
     if (forward(table.cuCtxGetDevice, &device) != CUDA_SUCCESS) return CUDA_SUCCESS;
     CUcontext context = nullptr;
     (void)forward(table.cuCtxGetCurrent, &context);
-    const std::uint64_t bytes = mipmap_bytes(*handle, device, *descriptor, levels);
+    const std::uint64_t bytes = mipmap_bytes(device, *descriptor, levels);
     if (!charge_driver_memory(ctl::Holder::arrays, device, bytes)) {
       (void)forward(table.cuMipmappedArrayDestroy, *handle);
       *handle = nullptr;

@@ -6,10 +6,12 @@
 // then destroyed again); cuMipmappedArrayDestroy and the end of its context give back. Without a
 // cap each forwards unchanged. cudaMallocMipmappedArray (src/runtime) reaches the same entry.
 //
-// The size: what the driver reports (cuMipmappedArrayGetMemoryRequirements, CUDA 11.6+) where it
-// answers; else the levels' elements' bytes summed, each level as the array rule counts it
+// The size: what the driver reports for a deferred-mapping twin of the same descriptor and levels
+// (cuMipmappedArrayGetMemoryRequirements, which NVIDIA's driver answers only for such mipmapped
+// arrays); else the levels' elements' bytes summed, each level as the array rule counts it
 // (array_element_bytes) with its extent halved from the level above (never below 1; a layered
-// array keeps its layer count).
+// array keeps its layer count). A deferred-mapping mipmapped array holds no memory and is not
+// charged.
 #pragma once
 
 #include <cstdint>
