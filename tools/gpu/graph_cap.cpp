@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cu_check.hpp"
+
 namespace {
 
 // Mirrors include/streampool/streampool.h's streampool_device_limit (the fields read here).
@@ -48,15 +50,6 @@ void verdict(const char* step, bool ok, const char* why) {
   std::printf("%s: %s%s%s\n", step, ok ? "PASS" : "FAIL", ok ? "" : " ", ok ? "" : why);
   if (!ok) ++failures;
 }
-
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    CUresult r_ = (call);                                                             \
-    if (r_ != CUDA_SUCCESS) {                                                         \
-      std::printf("%s:%d %s = %d\n", __FILE__, __LINE__, #call, static_cast<int>(r_)); \
-      std::exit(2);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 uint64_t reserved_graph_memory(CUdevice device) {
   cuuint64_t value = 0;

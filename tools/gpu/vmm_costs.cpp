@@ -19,16 +19,9 @@
 #include <cstdlib>
 #include <vector>
 
-namespace {
+#include "cu_check.hpp"
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    CUresult r_ = (call);                                                             \
-    if (r_ != CUDA_SUCCESS) {                                                         \
-      std::printf("%s:%d %s = %d\n", __FILE__, __LINE__, #call, static_cast<int>(r_)); \
-      std::exit(2);                                                                   \
-    }                                                                                 \
-  } while (0)
+namespace {
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point start) {
