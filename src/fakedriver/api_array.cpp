@@ -15,7 +15,8 @@ namespace {
 
 struct FakeArray {
   CUDA_ARRAY3D_DESCRIPTOR descriptor;
-  std::vector<unsigned char> bytes;
+  std::vector<unsigned char> bytes;  // empty for a deferred-mapping array
+  std::size_t size = 0;              // the bytes its layout takes
   ArrayLayout layout;
 };
 
@@ -41,7 +42,9 @@ CUresult create(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) {
   array->layout.pitch = descriptor->Width * element;
   array->layout.height = descriptor->Height == 0 ? 1 : descriptor->Height;
   array->layout.depth = descriptor->Depth == 0 ? 1 : descriptor->Depth;
-  array->bytes.resize(array->layout.pitch * array->layout.height * array->layout.depth);
+  array->size = array->layout.pitch * array->layout.height * array->layout.depth;
+  // A deferred-mapping array holds no memory of its own (a program maps memory into it).
+  if ((descriptor->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) array->bytes.resize(array->size);
   array->layout.base = reinterpret_cast<std::uintptr_t>(array->bytes.data());
   const auto handle = reinterpret_cast<CUarray>(array.get());
   ArrayRegistry& arrays = registry();
@@ -82,7 +85,7 @@ CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdev
   // As NVIDIA's driver: only an array made for deferred mapping answers.
   if ((found->second->descriptor.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) return CUDA_ERROR_INVALID_VALUE;
   *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
-  out->size = rounded(found->second->bytes.size());
+  out->size = rounded(found->second->size);
   out->alignment = kArrayAlignment;
   return CUDA_SUCCESS;
 }
@@ -112,14 +115,16 @@ std::size_t array_required_bytes(CUarray handle) {
   ArrayRegistry& arrays = registry();
   std::lock_guard lock(arrays.mutex);
   auto found = arrays.arrays.find(handle);
-  return found == arrays.arrays.end() ? 0 : rounded(found->second->bytes.size());
+  return found == arrays.arrays.end() ? 0 : rounded(found->second->size);
 }
 
 bool array_layout(CUarray handle, ArrayLayout* layout) {
   ArrayRegistry& arrays = registry();
   std::lock_guard lock(arrays.mutex);
   auto found = arrays.arrays.find(handle);
-  if (found == arrays.arrays.end()) return false;
+  // A deferred-mapping array has no memory to copy to or from until something is mapped into it,
+  // which the fake does not model.
+  if (found == arrays.arrays.end() || found->second->bytes.empty()) return false;
   *layout = found->second->layout;
   return true;
 }
