@@ -100,12 +100,7 @@ int main(int argc, char** argv) {
   const bool capped = limit_info != nullptr;
   std::printf("streampool: %s, cap %llu\n", capped ? "loaded" : "no streampool",
               static_cast<unsigned long long>(cap));
-  CHECK(cuInit(0));
-  CUdevice device;
-  CHECK(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK(cuCtxSetCurrent(context));
+  const CUdevice device = start_on_device_0();
   CUstream stream;
   CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   DeviceLimit before{};

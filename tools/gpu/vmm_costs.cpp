@@ -108,12 +108,7 @@ void measure(const char* name, CUdeviceptr base, size_t piece, int pieces, bool 
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 20;
-  CHECK(cuInit(0));
-  CUdevice device;
-  CHECK(cuDeviceGet(&device, 0));
-  CUcontext context;
-  CHECK(cuDevicePrimaryCtxRetain(&context, device));
-  CHECK(cuCtxSetCurrent(context));
+  const CUdevice device = start_on_device_0();
   const CUmemAllocationProp prop = prop_for(device);
   size_t granule = 0;
   CHECK(cuMemGetAllocationGranularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
