@@ -16,9 +16,11 @@ namespace {
 struct FakeArray {
   CUDA_ARRAY3D_DESCRIPTOR descriptor;
   std::vector<unsigned char> bytes;  // empty for a deferred-mapping array
-  std::size_t size = 0;              // the bytes its layout takes
   ArrayLayout layout;
 };
+
+// The bytes an array's layout takes (held, unless it is a deferred-mapping array).
+std::size_t layout_bytes(const ArrayLayout& layout) { return layout.pitch * layout.height * layout.depth; }
 
 struct ArrayRegistry {
   std::mutex mutex;
@@ -42,9 +44,8 @@ CUresult create(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* descriptor) {
   array->layout.pitch = descriptor->Width * element;
   array->layout.height = descriptor->Height == 0 ? 1 : descriptor->Height;
   array->layout.depth = descriptor->Depth == 0 ? 1 : descriptor->Depth;
-  array->size = array->layout.pitch * array->layout.height * array->layout.depth;
   // A deferred-mapping array holds no memory of its own (a program maps memory into it).
-  if ((descriptor->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) array->bytes.resize(array->size);
+  if ((descriptor->Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) array->bytes.resize(layout_bytes(array->layout));
   array->layout.base = reinterpret_cast<std::uintptr_t>(array->bytes.data());
   const auto handle = reinterpret_cast<CUarray>(array.get());
   ArrayRegistry& arrays = registry();
@@ -71,7 +72,7 @@ CUresult create_2d(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* descriptor) {
   return create(out, &full);
 }
 
-// What NVIDIA's driver reports is its own layout's size; the fake's is the bytes held, rounded up.
+// What NVIDIA's driver reports is its own layout's size; the fake's is its layout's bytes, rounded up.
 std::size_t rounded(std::size_t bytes) { return (bytes + kArrayAlignment - 1) / kArrayAlignment * kArrayAlignment; }
 
 CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdevice device) {
@@ -85,7 +86,7 @@ CUresult requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdev
   // As NVIDIA's driver: only an array made for deferred mapping answers.
   if ((found->second->descriptor.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) == 0) return CUDA_ERROR_INVALID_VALUE;
   *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
-  out->size = rounded(found->second->size);
+  out->size = rounded(layout_bytes(found->second->layout));
   out->alignment = kArrayAlignment;
   return CUDA_SUCCESS;
 }
@@ -115,7 +116,7 @@ std::size_t array_required_bytes(CUarray handle) {
   ArrayRegistry& arrays = registry();
   std::lock_guard lock(arrays.mutex);
   auto found = arrays.arrays.find(handle);
-  return found == arrays.arrays.end() ? 0 : rounded(found->second->size);
+  return found == arrays.arrays.end() ? 0 : rounded(layout_bytes(found->second->layout));
 }
 
 bool array_layout(CUarray handle, ArrayLayout* layout) {

@@ -31,22 +31,18 @@ std::uint64_t times(std::uint64_t a, std::uint64_t b) noexcept {
   return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
 }
 
-// The size on `device` of an array of this descriptor. NVIDIA's driver answers
-// cuArrayGetMemoryRequirements only for an array made with CUDA_ARRAY3D_DEFERRED_MAPPING (any other
-// gets CUDA_ERROR_INVALID_VALUE), so the size is read from a deferred twin of the same descriptor,
-// made, asked and destroyed at once: it holds no memory, and its layout is the array's. Where the
-// twin cannot be made or asked, the elements' bytes.
+// The size on `device` of an array of this descriptor: a deferred twin's (deferred_twin_bytes),
+// else the elements' bytes.
 std::uint64_t array_bytes(CUdevice device, const CUDA_ARRAY3D_DESCRIPTOR& descriptor) noexcept {
   const driver::DriverTable& table = driver::real();
-  CUDA_ARRAY3D_DESCRIPTOR deferred = descriptor;
-  deferred.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
-  CUarray twin = nullptr;
-  if (table.cuArray3DCreate_v2 != nullptr && table.cuArrayGetMemoryRequirements != nullptr &&
-      table.cuArray3DCreate_v2(&twin, &deferred) == CUDA_SUCCESS && twin != nullptr) {
-    CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
-    const CUresult asked = table.cuArrayGetMemoryRequirements(&requirements, twin, device);
-    (void)forward(table.cuArrayDestroy, twin);
-    if (asked == CUDA_SUCCESS && requirements.size != 0) return requirements.size;
+  if (table.cuArray3DCreate_v2 != nullptr && table.cuArrayGetMemoryRequirements != nullptr) {
+    CUDA_ARRAY3D_DESCRIPTOR deferred = descriptor;
+    deferred.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+    const std::uint64_t bytes = deferred_twin_bytes<CUarray>(
+        [&](CUarray* twin) { return table.cuArray3DCreate_v2(twin, &deferred); },
+        [&](CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray twin) { return table.cuArrayGetMemoryRequirements(out, twin, device); },
+        [&](CUarray twin) { (void)forward(table.cuArrayDestroy, twin); });
+    if (bytes != 0) return bytes;
   }
   return array_element_bytes(descriptor);
 }

@@ -23,6 +23,21 @@ CUresult array_create_3d(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* descrip
 // Forwarded; gives back only an array this cap charged, and only when the driver destroyed it.
 CUresult array_destroy(CUarray handle) noexcept;
 
+// The size the driver reports for a deferred-mapping twin: made by make(&twin), asked by
+// ask(&requirements, twin) and destroyed by destroy(twin) at once; 0 where it cannot be made or
+// asked. NVIDIA's driver answers the memory-requirements queries only for arrays and mipmapped
+// arrays made with CUDA_ARRAY3D_DEFERRED_MAPPING; the twin holds no memory and has the layout of
+// the array it stands for.
+template <typename Handle, typename Make, typename Ask, typename Destroy>
+std::uint64_t deferred_twin_bytes(Make make, Ask ask, Destroy destroy) noexcept {
+  Handle twin = nullptr;
+  if (make(&twin) != CUDA_SUCCESS || twin == nullptr) return 0;
+  CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
+  const CUresult asked = ask(&requirements, twin);
+  destroy(twin);
+  return asked == CUDA_SUCCESS ? requirements.size : 0;
+}
+
 // The elements' bytes of an array of this descriptor (the rule without the driver's answer).
 std::uint64_t array_element_bytes(const CUDA_ARRAY3D_DESCRIPTOR& descriptor) noexcept;
 

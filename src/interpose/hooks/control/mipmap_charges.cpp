@@ -19,20 +19,19 @@ std::size_t halved(std::size_t extent, unsigned level) noexcept {
   return out == 0 ? 1 : out;
 }
 
-// As array_bytes (array_charges.cpp): NVIDIA's driver answers cuMipmappedArrayGetMemoryRequirements
-// only for a deferred-mapping mipmapped array, so a deferred twin of the same descriptor and levels
-// is made, asked and destroyed; where it cannot be, the levels' elements' bytes.
+// A deferred twin's size (deferred_twin_bytes, array_charges.hpp), else the levels' elements' bytes.
 std::uint64_t mipmap_bytes(CUdevice device, const CUDA_ARRAY3D_DESCRIPTOR& descriptor, unsigned levels) noexcept {
   const driver::DriverTable& table = driver::real();
-  CUDA_ARRAY3D_DESCRIPTOR deferred = descriptor;
-  deferred.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
-  CUmipmappedArray twin = nullptr;
-  if (table.cuMipmappedArrayCreate != nullptr && table.cuMipmappedArrayGetMemoryRequirements != nullptr &&
-      table.cuMipmappedArrayCreate(&twin, &deferred, levels) == CUDA_SUCCESS && twin != nullptr) {
-    CUDA_ARRAY_MEMORY_REQUIREMENTS requirements{};
-    const CUresult asked = table.cuMipmappedArrayGetMemoryRequirements(&requirements, twin, device);
-    (void)forward(table.cuMipmappedArrayDestroy, twin);
-    if (asked == CUDA_SUCCESS && requirements.size != 0) return requirements.size;
+  if (table.cuMipmappedArrayCreate != nullptr && table.cuMipmappedArrayGetMemoryRequirements != nullptr) {
+    CUDA_ARRAY3D_DESCRIPTOR deferred = descriptor;
+    deferred.Flags |= CUDA_ARRAY3D_DEFERRED_MAPPING;
+    const std::uint64_t bytes = deferred_twin_bytes<CUmipmappedArray>(
+        [&](CUmipmappedArray* twin) { return table.cuMipmappedArrayCreate(twin, &deferred, levels); },
+        [&](CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUmipmappedArray twin) {
+          return table.cuMipmappedArrayGetMemoryRequirements(out, twin, device);
+        },
+        [&](CUmipmappedArray twin) { (void)forward(table.cuMipmappedArrayDestroy, twin); });
+    if (bytes != 0) return bytes;
   }
   return mipmap_element_bytes(descriptor, levels);
 }
