@@ -138,7 +138,7 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   const bool charged = UsageCounter::try_charge(*share->usage, bytes);
   share->lock.unlock();
   if (!charged) [[unlikely]] pool->usage().charge_slow(*share->usage, bytes);
-  state_->live.insert(LiveBlock{*address, placed, bytes, pool});
+  state_->live.insert(LiveBlock{*address, placed, bytes, pool, share->stream});
   *out = reinterpret_cast<void*>(*address);
   return Status::success;
 }
@@ -164,7 +164,7 @@ Status Engine::allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, 
     charged = UsageCounter::try_charge(*share.usage, bytes);
   }
   if (!charged) pool->usage().charge_slow(*share.usage, bytes);
-  state_->live.insert(LiveBlock{address, placed, bytes, pool});
+  state_->live.insert(LiveBlock{address, placed, bytes, pool, share.stream});
   *out = reinterpret_cast<void*>(address);
   return Status::success;
 }
@@ -177,6 +177,14 @@ Status Engine::free(void* ptr, StreamKey stream) {
   if (!block) [[unlikely]] return Status::invalid_value;
   Pool* pool = block->pool;
   PoolStream* share = state_->share_for(pool, stream);
+  // Freed on another stream than it was allocated on: the memory may owe the allocating stream's
+  // implicit order (HappensBefore::order_free_after_allocation); if that cannot be made real, the
+  // free counts as the allocating stream's, whose later work the implicit order binds.
+  if (block->allocated_on != share->stream && block->allocated_on != nullptr) [[unlikely]] {
+    if (!state_->order.order_free_after_allocation(share->stream, block->allocated_on)) {
+      share = pool->stream_share(block->allocated_on);
+    }
+  }
   const std::uint64_t tick = HappensBefore::free_tick(share->stream);
   share->lock.lock();  // nothing below throws before the unlock
   const std::optional<CachedFree> evicted = share->push(CachedFree{address, block->placed_bytes, tick});

@@ -330,4 +330,25 @@ bool HappensBefore::insert_dependency(StreamState* waiter, StreamState* freer, s
   return true;
 }
 
+// Only the legacy stream's frees can leave such a debt on a blocking stream: a blocking stream's
+// frees are implicitly ordered after the legacy stream's work alone, which any later work of the
+// legacy stream (the only partner it could pass a block to) follows in its own order.
+bool HappensBefore::order_free_after_allocation(StreamState* freer, StreamState* allocator) {
+  std::lock_guard guard(mutex_);
+  if (allocator->dead || allocator->kind != StreamKind::legacy_default || freer->kind != StreamKind::blocking ||
+      allocator->group != freer->group) {
+    return true;
+  }
+  const std::uint64_t freed = allocator->freed_at.load();
+  if (freed <= allocator->anchored ||
+      std::max(at(host_completed_, allocator->slot), at(gpu_completed_, allocator->slot)) >= freed) {
+    return true;  // every free of the legacy stream precedes a marker in it, or is known complete
+  }
+  poll_marker_locked(allocator);
+  if (!record_marker_locked(allocator)) return false;
+  if (ordering_.wait(freer->key, allocator->marker->marker) != Status::success) return false;
+  merge_into(freer->clock, allocator->marker->covers);
+  return true;
+}
+
 }  // namespace streampool::core

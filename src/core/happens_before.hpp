@@ -130,6 +130,14 @@ class HappensBefore {
   void refresh_marker(StreamState* stream, std::uint64_t needed_tick);
   // Makes `waiter` wait for `freer`'s frees up to `needed_tick` (an inserted dependency).
   bool insert_dependency(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick);
+  // A block allocated on `allocator` is freed on `freer`. Where the allocator is the legacy
+  // stream and the freer a blocking stream of its context, the block's memory may have come from
+  // a free of the legacy stream that only its implicit order put after other streams' work: safe
+  // for the legacy stream's later work, but the program may free the block on `freer` with no
+  // real operation between (the allocation enqueues nothing), and `freer` reuses its own frees at
+  // once. So `freer` waits for a marker of the legacy stream first. False when that wait is needed
+  // and could not be made: the caller then counts the free as the legacy stream's.
+  bool order_free_after_allocation(StreamState* freer, StreamState* allocator);
 
   // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
   std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }

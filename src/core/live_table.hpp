@@ -21,12 +21,14 @@
 namespace streampool::core {
 
 class Pool;
+struct StreamState;
 
 struct LiveBlock {
   std::uintptr_t address = 0;   // 0 marks an empty slot
   std::size_t placed_bytes = 0;
   std::size_t requested_bytes = 0;
   Pool* pool = nullptr;
+  StreamState* allocated_on = nullptr;  // the allocating stream (see Engine::free)
 };
 
 class LiveTable {
