@@ -418,5 +418,23 @@ TEST_F(ModelCheckFindings, MemoryPassedFromTheLegacyStreamToABlockingStreamStays
   }
 }
 
+
+// The same where the legacy stream takes no marker (records refused there, as during a capture
+// that may involve it): the free counts as the legacy stream's, whose later work the implicit
+// order binds; the blocking stream cannot make the order real, so it does not reuse the memory.
+TEST_F(ModelCheckFindings, AFreeThatCannotWaitForTheLegacyStreamCountsAsTheLegacyStreams) {
+  ordering.set_kind(kStream3, core::StreamKind::blocking);
+  const std::uintptr_t first = alloc(pool, 1 * MiB, kStream1);
+  ordering.enqueue_work(kStream1);
+  free(first, kLegacy);
+  const std::uintptr_t second = alloc(pool, 1 * MiB, kLegacy);
+  ASSERT_EQ(second, first);
+  ordering.fail_records_on(kLegacy);
+  free(second, kStream3);
+  EXPECT_EQ(ordering.waits_by(kStream3), 0u);
+  EXPECT_NE(alloc(pool, 1 * MiB, kStream3), first) << "reused while the first blocking stream's kernel may still run";
+  EXPECT_EQ(alloc(pool, 1 * MiB, kLegacy), first) << "the legacy stream's own free, reused by its later work";
+}
+
 }  // namespace
 }  // namespace streampool::testing
