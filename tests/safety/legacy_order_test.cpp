@@ -163,6 +163,28 @@ TEST_F(ImplicitFree, AQueriedLegacyFreeAfterABlockingStreamsUseIsNotReusedBefore
   expect_safe(blocking, b);
 }
 
+// The legacy stream takes its own free (made behind a blocking stream's use) again, and the
+// program frees that block, unused, on a second blocking stream: legal, since the second stream is
+// ordered after the legacy stream's allocation, a stream operation on NVIDIA's driver. The second
+// stream's next allocation of the size must not run its work on the memory before the use ends.
+TEST_F(ImplicitFree, ALegacyReuseFreedUnusedOnABlockingStreamIsNotReusedThereBeforeTheFirstUseEnds) {
+  CUstream second = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&second, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  old_owner.bytes = kBlockBytes;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(CU_STREAM_LEGACY), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuLaunchHostFunc)(blocking, old_owner_work, &old_owner), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  CUdeviceptr again = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, old_owner.bytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(again, old_owner.block) << "the legacy stream reuses its own free (the case under test)";
+  ASSERT_EQ(SP(cuMemFreeAsync)(again, second), CUDA_SUCCESS);
+  take_block(new_owner, old_owner, pool, second);
+  expect_safe(blocking, second);
+  SP(cuStreamSynchronize)(second);
+  SP(cuStreamDestroy_v2)(second);
+}
+
 // The device's current pool through cuMemAllocAsync, as cudaMallocAsync reaches it.
 TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeOfTheDefaultPoolIsNotCompleteBeforeTheLegacyWork) {
   ASSERT_EQ(SP(cuDeviceSetMemPool)(device, pool), CUDA_SUCCESS);
