@@ -105,6 +105,10 @@ struct HostCall {
   core::EventKey event = 0;   // event calls
   std::uintptr_t group = 0;   // context synchronize
   std::uint64_t records_at_ticket = 0;
+  // Stream calls: the stream's last position when the call began (its ticket). Only blocks
+  // allocated by then are the call's to prove: an allocation another thread makes while the call
+  // is in the driver may or may not be covered, on NVIDIA's driver too, so no program relies on it.
+  std::uint32_t position_at_ticket = 0;
   std::string what;
 };
 
@@ -183,7 +187,8 @@ class Program {
   void device_synchronize(const char* why);
   void synchronize_stream(int instance, const char* why);
   void synchronize_for(int instance, const char* why);  // the stream if this thread may name it, else its context
-  void check_sync_proves_reuse(int instance);
+  // Blocks allocated on the instance up to `up_to` (its position when the call began).
+  void check_sync_proves_reuse(int instance, std::uint32_t up_to = UINT32_MAX);
 
   // --- the run (program.cpp)
   void set_up();

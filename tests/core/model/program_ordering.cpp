@@ -230,6 +230,7 @@ void Program::host_call_step(bool may_park) {
     call.instance = random_stream();
     if (!usable_here(call.instance)) return;
     call.ticket = engine_->ticket_for_stream(gpu_.key(call.instance), call.kind == HostCall::Kind::stream_sync);
+    call.position_at_ticket = model::clock_at(gpu_.last_clock(call.instance), call.instance);
     std::snprintf(what, sizeof what, "%s %s", r < 30 ? "synchronize" : "query", stream_name(call.instance).c_str());
   } else if (r < 72) {
     call.kind = r < 60 ? HostCall::Kind::event_sync : HostCall::Kind::event_query;
@@ -284,7 +285,7 @@ bool Program::driver_call(HostCall& call) {
       if (!gpu_.live(call.instance)) return failed_call("the stream is gone");
       if (chance(3)) return failed_call("an error");
       gpu_.complete_instance(call.instance);
-      check_sync_proves_reuse(call.instance);
+      check_sync_proves_reuse(call.instance, call.position_at_ticket);
       break;
     case HostCall::Kind::stream_query:
       if (!gpu_.live(call.instance)) return failed_call("the stream is gone");
@@ -293,7 +294,7 @@ bool Program::driver_call(HostCall& call) {
         return false;
       }
       ++coverage_.successful_queries;
-      check_sync_proves_reuse(call.instance);
+      check_sync_proves_reuse(call.instance, call.position_at_ticket);
       break;
     case HostCall::Kind::event_sync:
     case HostCall::Kind::event_query: {
@@ -365,10 +366,11 @@ void Program::advance_parked(std::size_t index, bool may_record) {
 
 // A host synchronisation of `instance` completed: the blocks it allocated whose allocation is
 // complete may now be used anywhere, so their earlier owners must be done.
-void Program::check_sync_proves_reuse(int instance) {
+void Program::check_sync_proves_reuse(int instance, std::uint32_t up_to) {
   for (const LiveBlock& block : live_) {
     if (failed()) return;
     if (block.uses.front().instance != instance || !gpu_.is_complete(block.uses.front())) continue;
+    if (block.uses.front().position > up_to) continue;  // allocated while the call was under way
     const std::string why = oracle_.previous_owners_done(block.id, gpu_);
     if (!why.empty()) fail(why);
     if (block.needed_wait) ++coverage_.syncs_proving_reuse;
