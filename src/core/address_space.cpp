@@ -205,8 +205,14 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
   want = std::min(want, round_down(cap_left, granule_bytes_));
   Region& region = regions_[plan->region];
   // A growth of growth_bytes() is one unit; a request larger than it maps as before.
+  // The first growth of a pool maps granule by granule (any granule can go back); once a release
+  // gave memory back, a growth from nothing maps its chunk as one unit too: a program that
+  // synchronises with threshold 0 (CUDA's default) unmaps and maps its working set every
+  // iteration, and a mapping costs the same ~100 us for one granule as for 32 MiB
+  // (tools/gpu/vmm_costs.cpp: 32 MiB as 16 granules 1,463 us, as one allocation 159 us).
+  const bool first_growth = reserved_bytes_ == 0 && !given_back_;
   const std::size_t burst_unit =
-      exclusive_granules_ || want != ahead || want >= kUnitsFrom || reserved_bytes_ == 0 ? 0 : want / granule_bytes_;
+      exclusive_granules_ || want != ahead || want >= kUnitsFrom || first_growth ? 0 : want / granule_bytes_;
   Status status = map_range(region, plan->map_from, want, access, burst_unit);
   // A smaller growth may fit where the larger one did not, unless undoing the larger one left a
   // unit mapped where the smaller one would go (it is free in the index now).
@@ -225,7 +231,7 @@ Status AddressSpace::grow_and_take(std::size_t bytes, std::span<const AccessDesc
   return Status::success;
 }
 
-std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vector<Run>* released) {
+std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vector<Run>* released, Below below) {
   if (reserved_bytes_ <= target_reserved_bytes) return 0;
   const std::size_t before = reserved_bytes_;
   if (chunked()) {
@@ -233,7 +239,8 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
       Region& region = regions_[r];
       auto range = free_.range_at(region.base);
       if (!range || !range->requirements.empty() || range->address != region.base ||
-          range->bytes < region.usable_bytes) {
+          range->bytes < region.usable_bytes ||
+          (below == Below::kept && reserved_bytes_ - target_reserved_bytes < region.bytes)) {
         continue;
       }
       free_.take(region.base, region.usable_bytes);
@@ -261,7 +268,7 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
   });
   std::sort(runs.begin(), runs.end(), [](const GranuleRun& a, const GranuleRun& b) { return a.first > b.first; });
   // Whole mapping units only, highest first; a unit may take reserved below the target (the
-  // driver's chunks do the same), granule units never do.
+  // driver's chunks do the same) where `below` allows it, granule units never do.
   for (auto run = runs.begin(); run != runs.end() && reserved_bytes_ > target_reserved_bytes; ++run) {
     Region* region = region_of(run->first);
     if (region == nullptr) continue;  // cannot happen: every free range lies in a region
@@ -271,7 +278,8 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
     while (end > first && reserved_bytes_ > target_reserved_bytes) {
       const std::size_t unit = region->unit_first[end - 1];
       const std::size_t length = region->unit_granules[unit];
-      if (unit >= first && unit + length <= end) {
+      const bool keeps_target = below == Below::allowed || reserved_bytes_ - target_reserved_bytes >= length * granule_bytes_;
+      if (unit >= first && unit + length <= end && keeps_target) {
         const std::uintptr_t from = region->base + unit * granule_bytes_;
         free_.take_inside(range_start, from, length * granule_bytes_);
         if (unmap_unit(*region, unit)) {
@@ -283,6 +291,7 @@ std::size_t AddressSpace::release_to(std::size_t target_reserved_bytes, std::vec
       end = unit;
     }
   }
+  if (reserved_bytes_ < before) given_back_ = true;
   return before - reserved_bytes_;
 }
 

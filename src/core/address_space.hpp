@@ -44,13 +44,17 @@ class AddressSpace {
   Status grow_and_take(std::size_t bytes, std::span<const AccessDescriptor> access, const Usable& usable,
                        std::uintptr_t* address);
   // Unmaps free granules of ranges with no requirements left (FreeIndex::settle first),
-  // highest address first, until reserved <= target. Each run
+  // highest address first, until reserved <= target. A mapping unit larger than a granule may
+  // take reserved below the target (a release threshold: the driver's chunks do the same) unless
+  // `keep_target` (cuMemPoolTrimTo's minBytesToKeep: at least that much stays). Each run
   // given back is appended to `released` when asked, so that restore() can undo it.
   struct Run {
     std::uintptr_t address;
     std::size_t bytes;
   };
-  std::size_t release_to(std::size_t target_reserved_bytes, std::vector<Run>* released = nullptr);
+  enum class Below { allowed, kept };
+  std::size_t release_to(std::size_t target_reserved_bytes, std::vector<Run>* released = nullptr,
+                         Below below = Below::allowed);
   // Release epochs: the engine counts the program's host synchronisations; every granule
   // remembers the epoch in which it was last freed or mapped (a block can only be reused after a
   // free, so a granule wholly free and stamped long ago has not been used since). Atomic: set at
@@ -137,6 +141,7 @@ class AddressSpace {
   std::size_t reservation_bytes_;
   std::size_t cap_bytes_;
   bool exclusive_granules_;
+  bool given_back_ = false;  // release_to gave memory back once: see grow_and_take
   std::size_t reserved_bytes_ = 0;
   std::vector<Region> regions_;
   FreeIndex free_;

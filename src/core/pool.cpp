@@ -331,7 +331,7 @@ Status Pool::trim_to(std::size_t min_bytes_to_keep) {
   std::lock_guard guard(mutex_);
   flush_caches_locked();
   settle_locked();
-  space_.release_to(min_bytes_to_keep);
+  space_.release_to(min_bytes_to_keep, nullptr, AddressSpace::Below::kept);
   note_reserved_locked();
   return Status::success;
 }

@@ -73,16 +73,33 @@ TEST_F(Release, FreesNotYetKnownCompleteAreNotReleased) {
 
 TEST_F(Release, TrimToKeepsAtLeastTheBytesAskedFor) {
   core::Pool* pool = make_pool();
-  free(alloc(pool, 32 * MiB, kStream1), kStream1);
-  synchronize(kStream1);  // threshold 0 released it already; allocate again under max threshold
   ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
   free(alloc(pool, 32 * MiB, kStream1), kStream1);
   synchronize(kStream1);
   ASSERT_EQ(reserved(pool), 32 * MiB);
   EXPECT_EQ(engine.trim_to(pool, 10 * MiB), Status::success);
-  EXPECT_EQ(reserved(pool), 10 * MiB);  // the driver keeps the whole 32 MiB chunk
+  EXPECT_EQ(reserved(pool), 10 * MiB);  // a first growth maps granules; the driver keeps the whole 32 MiB chunk
   EXPECT_EQ(engine.trim_to(pool, 0), Status::success);
   EXPECT_EQ(reserved(pool), 0u);
+}
+
+// Once a release gave memory back, a growth from nothing maps its chunk as one unit (one driver
+// mapping instead of sixteen: a program synchronising at threshold 0 maps its working set again
+// every iteration). A trim then keeps the whole unit rather than go below what it was asked to
+// keep, as the driver keeps its 32 MiB chunk; a release threshold may take it (as the driver's).
+TEST_F(Release, AfterAReleaseAGrowthMapsOneUnitThatATrimKeepsWhole) {
+  core::Pool* pool = make_pool();
+  free(alloc(pool, 1 * MiB, kStream1), kStream1);
+  synchronize(kStream1);  // threshold 0: everything goes back
+  ASSERT_EQ(reserved(pool), 0u);
+  const std::size_t maps_before = last_backing->map_calls();
+  free(alloc(pool, 1 * MiB, kStream1), kStream1);
+  EXPECT_EQ(reserved(pool), 32 * MiB);
+  EXPECT_EQ(last_backing->map_calls() - maps_before, 1u) << "the chunk as one mapping";
+  EXPECT_EQ(engine.trim_to(pool, 10 * MiB), Status::success);
+  EXPECT_EQ(reserved(pool), 32 * MiB) << "a trim never goes below what it keeps";
+  synchronize(kStream1);
+  EXPECT_EQ(reserved(pool), 0u) << "threshold 0 gives the whole unit back";
 }
 
 TEST_F(Release, TrimToGivesBackEveryGranuleNoLiveBlockTouches) {
