@@ -138,6 +138,57 @@ void implicit_free(const char* name) {
   report(name, violations, reused);
 }
 
+// The legacy stream takes its own free (made behind a blocking stream's use) again; the program
+// frees that block, unused, on a second blocking stream (ordered after the legacy allocation by
+// the implicit order) and allocates the size there. The second stream's work must not run on the
+// memory before the use ends.
+void legacy_reuse_leaves(const char* name) {
+  cudaStream_t user, second;
+  expect_ok(cudaStreamCreate(&user), "stream");
+  expect_ok(cudaStreamCreate(&second), "stream");
+  void* old_block = nullptr;
+  expect_ok(cudaMallocAsync(&old_block, kBytes, cudaStreamLegacy), "malloc");
+  expect_ok(cudaStreamSynchronize(cudaStreamLegacy), "sync-legacy");
+  Sleeper sleeper;
+  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, &sleeper), "hostfunc");  // the last use
+  expect_ok(cudaFreeAsync(old_block, cudaStreamLegacy), "free");
+  void* again = nullptr;
+  expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
+  expect_ok(cudaFreeAsync(again, second), "free-second");
+  bool reused = false;
+  const int violations = checked_allocation(second, old_block, &sleeper, &reused);
+  cudaStreamDestroy(user);
+  cudaStreamDestroy(second);
+  report(name, violations, reused);
+}
+
+// Not a safety case: what a query of the legacy stream answers after its free (and, in the second
+// line, its allocation of the same size) behind a blocking stream's still-running use: NVIDIA's
+// free and allocation are stream operations, bound by the implicit order.
+void legacy_query_probe(bool reallocate) {
+  cudaStream_t user;
+  expect_ok(cudaStreamCreate(&user), "stream");
+  void* old_block = nullptr;
+  expect_ok(cudaMallocAsync(&old_block, kBytes, cudaStreamLegacy), "malloc");
+  expect_ok(cudaStreamSynchronize(cudaStreamLegacy), "sync-legacy");
+  Sleeper sleeper;
+  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, &sleeper), "hostfunc");
+  expect_ok(cudaFreeAsync(old_block, cudaStreamLegacy), "free");
+  void* again = nullptr;
+  if (reallocate) expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
+  const cudaError_t answer = cudaStreamQuery(cudaStreamLegacy);
+  const bool use_done = sleeper.done.load() != 0;
+  std::printf("probe legacy query after its free%s behind a blocking use: %s (use done: %s) errors=%s\n",
+              reallocate ? " and reallocation" : "", cudaGetErrorName(answer), use_done ? "yes" : "no",
+              errors.empty() ? "none" : errors.c_str());
+  errors.clear();
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  if (again != nullptr) cudaFreeAsync(again, cudaStreamLegacy);
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(user);
+  errors.clear();
+}
+
 // Not a safety case: whether legacy-stream work waits for the queued work of a blocking stream
 // destroyed before it (the tracking's model assumes it does).
 void destroyed_stream_order() {
@@ -240,6 +291,9 @@ int main() {
   other_context_sync("created-context_ctx-synchronize-v2", true);
   record_query_race("record-query-race", 20);
   implicit_free("blocking-use_legacy-free_legacy-synchronize");
+  legacy_reuse_leaves("blocking-use_legacy-free_legacy-realloc_blocking-free_blocking-alloc");
+  legacy_query_probe(false);
+  legacy_query_probe(true);
   destroyed_stream_order();
   return 0;
 }
