@@ -215,7 +215,13 @@ Clock HappensBefore::ticket_for_stream(StreamKey key, bool synchronize) {
   StreamState* stream = stream_locked(key);
   Clock clock = position_locked(stream);
   if (stream->freed_at.load() <= stream->anchored || !implicitly_ordered(stream)) return clock;
-  if (synchronize) {
+  // A query of a blocking stream records one too: the driver answers a query of a blocking stream
+  // from its own work alone, so without the marker it would answer CUDA_SUCCESS while a legacy
+  // kernel that the stream's frees follow still runs, and the program would take the allocations
+  // it made from those frees as complete (NVIDIA's frees and allocations are stream operations the
+  // implicit order binds). The driver's query of the legacy stream covers the blocking streams'
+  // work already (measured on driver 580: bench/results/2026-12-03-growth-unit/).
+  if (synchronize || stream->kind == StreamKind::blocking) {
     poll_marker_locked(stream);
     if (record_marker_locked(stream)) return clock;  // the marker follows every free the clock covers
   }

@@ -115,6 +115,9 @@ TEST_F(NvtxRegistration, EachAllocationIsARegionOfItsExactAddressAndSizeInsideAR
     EXPECT_EQ(registered_bytes_inside_heaps(seen, pointers[i], sizes[i]), sizes[i]) << "allocation of " << sizes[i];
   }
   for (CUdeviceptr pointer : pointers) EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  // The frees unregister their regions when the stream reaches them: wait, so that none of them
+  // lands among the next test's events.
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
   EXPECT_GT(events_since(mark).size(), 0u);
 }
 

@@ -185,6 +185,31 @@ TEST_F(ImplicitFree, ALegacyReuseFreedUnusedOnABlockingStreamIsNotReusedThereBef
   SP(cuStreamDestroy_v2)(second);
 }
 
+// A blocking stream frees a block behind the legacy stream's use (the implicit order alone) and
+// takes it again: a query of that stream answering CUDA_SUCCESS tells the program the allocation
+// is complete, so the memory may be used from anywhere. On NVIDIA's driver the free and the
+// allocation are stream operations bound by the implicit order: the query is not CUDA_SUCCESS
+// before the legacy stream's use ends.
+TEST_F(ImplicitFree, AQueryOfABlockingStreamThatReusedItsImplicitFreeIsNotCompleteBeforeTheUseEnds) {
+  old_owner.bytes = kBlockBytes;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, blocking), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(blocking), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuLaunchHostFunc)(CU_STREAM_LEGACY, old_owner_work, &old_owner), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, blocking), CUDA_SUCCESS);
+  CUdeviceptr again = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, old_owner.bytes, pool, blocking), CUDA_SUCCESS);
+  EXPECT_EQ(again, old_owner.block) << "the blocking stream reuses its own free (the case under test)";
+  const CUresult answer = SP(cuStreamQuery)(blocking);
+  const bool old_done = old_owner.done.load();
+
+  if (answer == CUDA_SUCCESS) {
+    EXPECT_EQ(early_completion(old_owner, again, old_owner.bytes, old_done, "the stream query"), "");
+  } else {
+    EXPECT_EQ(answer, CUDA_ERROR_NOT_READY);
+  }
+  SP(cuMemFreeAsync)(again, blocking);
+}
+
 // The device's current pool through cuMemAllocAsync, as cudaMallocAsync reaches it.
 TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeOfTheDefaultPoolIsNotCompleteBeforeTheLegacyWork) {
   ASSERT_EQ(SP(cuDeviceSetMemPool)(device, pool), CUDA_SUCCESS);
