@@ -189,6 +189,34 @@ void legacy_query_probe(bool reallocate) {
   errors.clear();
 }
 
+// A blocking stream frees a block behind the legacy stream's still-running use and takes it again;
+// a query of the blocking stream must not answer cudaSuccess before the use ends (the program would
+// take the allocation as complete). The line also says what the query answered.
+void blocking_reuse_query(const char* name) {
+  cudaStream_t owner;
+  expect_ok(cudaStreamCreate(&owner), "stream");
+  void* old_block = nullptr;
+  expect_ok(cudaMallocAsync(&old_block, kBytes, owner), "malloc");
+  expect_ok(cudaStreamSynchronize(owner), "sync-owner");
+  Sleeper sleeper;
+  expect_ok(cudaLaunchHostFunc(cudaStreamLegacy, sleep_then_finish, &sleeper), "hostfunc");
+  expect_ok(cudaFreeAsync(old_block, owner), "free");
+  void* again = nullptr;
+  expect_ok(cudaMallocAsync(&again, kBytes, owner), "malloc-again");
+  const cudaError_t answer = cudaStreamQuery(owner);
+  const bool use_done = sleeper.done.load() != 0;
+  const int violations = answer == cudaSuccess && again == old_block && !use_done ? 1 : 0;
+  std::printf("case %s: violations=%d query=%s errors=%s\n", name, violations, cudaGetErrorName(answer),
+              errors.empty() ? "none" : errors.c_str());
+  std::fprintf(stderr, "case %s: reused=%s\n", name, again == old_block ? "yes" : "no");
+  errors.clear();
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  cudaFreeAsync(again, owner);
+  cudaDeviceSynchronize();
+  cudaStreamDestroy(owner);
+  errors.clear();
+}
+
 // Not a safety case: whether legacy-stream work waits for the queued work of a blocking stream
 // destroyed before it (the tracking's model assumes it does).
 void destroyed_stream_order() {
@@ -294,6 +322,7 @@ int main() {
   legacy_reuse_leaves("blocking-use_legacy-free_legacy-realloc_blocking-free_blocking-alloc");
   legacy_query_probe(false);
   legacy_query_probe(true);
+  blocking_reuse_query("legacy-use_blocking-free_blocking-realloc_blocking-query");
   destroyed_stream_order();
   return 0;
 }
