@@ -304,6 +304,8 @@ SyncTicket Engine::ticket_for_stream(StreamKey stream, bool releases) {
   return SyncTicket{state_->order.ticket_for_stream(stream, /*synchronize=*/releases), releases, std::nullopt, 0};
 }
 
+bool Engine::marker_pending(StreamKey stream) { return state_->order.marker_pending(stream); }
+
 SyncTicket Engine::ticket_for_event(EventKey event, bool releases) {
   std::unique_lock<std::mutex> lock = lock_event(event);
   EventSnapshot snapshot = state_->order.snapshot_event(event);

@@ -163,6 +163,8 @@ class Engine {
   // `releases`: a synchronize (which may also record a marker in the stream first, see
   // HappensBefore::ticket_for_stream); a query passes false and enqueues nothing.
   SyncTicket ticket_for_stream(StreamKey stream, bool releases);
+  // A query's answer: not ready while the stream's marker is (HappensBefore::marker_pending).
+  bool marker_pending(StreamKey stream);
   SyncTicket ticket_for_event(EventKey event, bool releases);
   SyncTicket ticket_for_all(bool releases);  // every stream
   // A context synchronize: the streams of one Ordering::stream_group.

@@ -215,18 +215,26 @@ Clock HappensBefore::ticket_for_stream(StreamKey key, bool synchronize) {
   StreamState* stream = stream_locked(key);
   Clock clock = position_locked(stream);
   if (stream->freed_at.load() <= stream->anchored || !implicitly_ordered(stream)) return clock;
-  // A query of a blocking stream records one too: the driver answers a query of a blocking stream
-  // from its own work alone, so without the marker it would answer CUDA_SUCCESS while a legacy
-  // kernel that the stream's frees follow still runs, and the program would take the allocations
-  // it made from those frees as complete (NVIDIA's frees and allocations are stream operations the
-  // implicit order binds). The driver's query of the legacy stream covers the blocking streams'
-  // work already (measured on driver 580: bench/results/2026-12-03-growth-unit/).
+  // A query of a blocking stream records one too, and is answered not ready while it is
+  // (marker_pending): the driver would answer CUDA_SUCCESS while a legacy kernel that the stream's
+  // frees follow still runs, and the program would take the allocations it made from those frees
+  // as complete (NVIDIA's frees and allocations are stream operations the implicit order binds).
+  // The driver's query of the legacy stream covers the blocking streams' work already (measured
+  // on driver 580: bench/results/2026-12-03-growth-unit/).
   if (synchronize || stream->kind == StreamKind::blocking) {
     poll_marker_locked(stream);
     if (record_marker_locked(stream)) return clock;  // the marker follows every free the clock covers
   }
   clock[stream->slot] = stream->anchored;
   return clock;
+}
+
+bool HappensBefore::marker_pending(StreamKey key) {
+  std::lock_guard guard(mutex_);
+  auto it = live_.find(key);
+  if (it == live_.end() || it->second->kind != StreamKind::blocking) return false;
+  poll_marker_locked(it->second);
+  return it->second->marker.has_value();
 }
 
 Clock HappensBefore::ticket_for_group(std::optional<std::uintptr_t> group) {

@@ -118,6 +118,12 @@ class HappensBefore {
   // too; a query records nothing (its answer must stay the program's) and proves such frees only
   // up to the stream's last marker.
   Clock ticket_for_stream(StreamKey key, bool synchronize);
+  // Whether a blocking stream's marker has yet to complete (polled now). The driver answers a
+  // query of a blocking stream from the stream's own work: an event record in it that still waits
+  // for the legacy stream's earlier work does not make the answer CUDA_ERROR_NOT_READY (measured
+  // on driver 580). A query of such a stream is not ready while its marker is not: the marker
+  // waits for the legacy work its frees follow, as NVIDIA's frees and allocations do.
+  bool marker_pending(StreamKey key);
   Clock ticket_for_group(std::optional<std::uintptr_t> group);  // nullopt: every stream
   void commit_host_completion(const Clock& completed);
 

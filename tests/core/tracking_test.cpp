@@ -276,4 +276,27 @@ TEST_F(StreamLifetimes, AReclaimedSlotsNewStreamsFreesAreNotTakenForTheOldOnes) 
 }
 
 }  // namespace
+
+// The driver answers a query of a blocking stream from the stream's own work, even while an event
+// record in it still waits for the legacy stream (measured on driver 580); so a query of a blocking
+// stream that freed records a marker and is not ready until the marker is (the hook answers
+// CUDA_ERROR_NOT_READY meanwhile). A non-blocking stream's query needs neither.
+TEST_F(Tracking, AQueryOfABlockingStreamThatFreedIsNotReadyUntilItsMarkerCompletes) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kStream1, StreamKind::blocking);
+  ordering.set_kind(kStream2, StreamKind::non_blocking);
+  pending_free(pool, 1 * MiB, kStream1);
+  pending_free(pool, 1 * MiB, kStream2);
+  const std::size_t records = ordering.records();
+
+  engine.ticket_for_stream(kStream1, /*releases=*/false);
+  engine.ticket_for_stream(kStream2, /*releases=*/false);
+
+  EXPECT_EQ(ordering.records(), records + 1) << "one marker, in the blocking stream";
+  EXPECT_TRUE(engine.marker_pending(kStream1));
+  EXPECT_FALSE(engine.marker_pending(kStream2));
+  ordering.complete(kStream1);
+  EXPECT_FALSE(engine.marker_pending(kStream1));
+}
+
 }  // namespace streampool::testing

@@ -98,7 +98,12 @@ CUresult stream_sync_or_query(Hook hook, CUstream stream, bool per_thread, bool 
   if (resolved == CUDA_ERROR_INVALID_HANDLE) return resolved;
   if (resolved != CUDA_SUCCESS) return real_call();
   const core::StreamKey key = route->key;
-  return call_under_ticket([key, releases] { return engine().ticket_for_stream(key, releases); }, real_call);
+  if (releases) return call_under_ticket([key] { return engine().ticket_for_stream(key, true); }, real_call);
+  // A query: not ready while the marker its ticket recorded is (Engine::marker_pending).
+  return call_under_ticket([key] { return engine().ticket_for_stream(key, false); }, [key, &real_call] {
+    const CUresult result = real_call();
+    return result == CUDA_SUCCESS && engine().marker_pending(key) ? CUDA_ERROR_NOT_READY : result;
+  });
 }
 
 template <class RealCall>
