@@ -122,6 +122,20 @@ TEST_F(LegacyOrder, LegacyStreamReusingAPerThreadStreamsFreeIsNotCompleteBeforeT
 // allocates the same size: if it gets the block, its work must not begin before the use ended.
 class ImplicitFree : public LegacyOrder {
  protected:
+  // The old owner's block, allocated on `freer` (and complete), freed there behind the old owner's
+  // work on `user`, which the free follows only by the implicit order; then `freer` takes the
+  // size again (its own free) and the block it got is returned.
+  CUdeviceptr free_behind_use_and_take_again(CUstream freer, CUstream user) {
+    old_owner.bytes = kBlockBytes;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, freer), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(freer), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuLaunchHostFunc)(user, old_owner_work, &old_owner), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemFreeAsync)(old_owner.block, freer), CUDA_SUCCESS);
+    CUdeviceptr again = 0;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&again, old_owner.bytes, pool, freer), CUDA_SUCCESS);
+    EXPECT_EQ(again, old_owner.block) << "the stream reuses its own free (the case under test)";
+    return again;
+  }
   void use_then_free(CUstream user, CUstream freer, decltype(&::cuStreamSynchronize) sync, CUstream sync_handle) {
     old_owner.bytes = kBlockBytes;
     ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, freer), CUDA_SUCCESS);
@@ -170,14 +184,7 @@ TEST_F(ImplicitFree, AQueriedLegacyFreeAfterABlockingStreamsUseIsNotReusedBefore
 TEST_F(ImplicitFree, ALegacyReuseFreedUnusedOnABlockingStreamIsNotReusedThereBeforeTheFirstUseEnds) {
   CUstream second = nullptr;
   ASSERT_EQ(SP(cuStreamCreate)(&second, CU_STREAM_DEFAULT), CUDA_SUCCESS);
-  old_owner.bytes = kBlockBytes;
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuStreamSynchronize)(CU_STREAM_LEGACY), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuLaunchHostFunc)(blocking, old_owner_work, &old_owner), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, CU_STREAM_LEGACY), CUDA_SUCCESS);
-  CUdeviceptr again = 0;
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, old_owner.bytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
-  EXPECT_EQ(again, old_owner.block) << "the legacy stream reuses its own free (the case under test)";
+  const CUdeviceptr again = free_behind_use_and_take_again(CU_STREAM_LEGACY, blocking);
   ASSERT_EQ(SP(cuMemFreeAsync)(again, second), CUDA_SUCCESS);
   take_block(new_owner, old_owner, pool, second);
   expect_safe(blocking, second);
@@ -191,14 +198,7 @@ TEST_F(ImplicitFree, ALegacyReuseFreedUnusedOnABlockingStreamIsNotReusedThereBef
 // allocation are stream operations bound by the implicit order: the query is not CUDA_SUCCESS
 // before the legacy stream's use ends.
 TEST_F(ImplicitFree, AQueryOfABlockingStreamThatReusedItsImplicitFreeIsNotCompleteBeforeTheUseEnds) {
-  old_owner.bytes = kBlockBytes;
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&old_owner.block, old_owner.bytes, pool, blocking), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuStreamSynchronize)(blocking), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuLaunchHostFunc)(CU_STREAM_LEGACY, old_owner_work, &old_owner), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuMemFreeAsync)(old_owner.block, blocking), CUDA_SUCCESS);
-  CUdeviceptr again = 0;
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, old_owner.bytes, pool, blocking), CUDA_SUCCESS);
-  EXPECT_EQ(again, old_owner.block) << "the blocking stream reuses its own free (the case under test)";
+  const CUdeviceptr again = free_behind_use_and_take_again(blocking, CU_STREAM_LEGACY);
   const CUresult answer = SP(cuStreamQuery)(blocking);
   const bool old_done = old_owner.done.load();
 

@@ -138,6 +138,17 @@ void implicit_free(const char* name) {
   report(name, violations, reused);
 }
 
+// A block allocated on `freer` (and complete), then freed there behind a sleeper on `user` that
+// the free follows only by the legacy stream's implicit order.
+void* free_behind_use(cudaStream_t freer, cudaStream_t user, Sleeper* sleeper) {
+  void* block = nullptr;
+  expect_ok(cudaMallocAsync(&block, kBytes, freer), "malloc");
+  expect_ok(cudaStreamSynchronize(freer), "sync-freer");
+  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, sleeper), "hostfunc");  // the last use
+  expect_ok(cudaFreeAsync(block, freer), "free");
+  return block;
+}
+
 // The legacy stream takes its own free (made behind a blocking stream's use) again; the program
 // frees that block, unused, on a second blocking stream (ordered after the legacy allocation by
 // the implicit order) and allocates the size there. The second stream's work must not run on the
@@ -146,12 +157,8 @@ void legacy_reuse_leaves(const char* name) {
   cudaStream_t user, second;
   expect_ok(cudaStreamCreate(&user), "stream");
   expect_ok(cudaStreamCreate(&second), "stream");
-  void* old_block = nullptr;
-  expect_ok(cudaMallocAsync(&old_block, kBytes, cudaStreamLegacy), "malloc");
-  expect_ok(cudaStreamSynchronize(cudaStreamLegacy), "sync-legacy");
   Sleeper sleeper;
-  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, &sleeper), "hostfunc");  // the last use
-  expect_ok(cudaFreeAsync(old_block, cudaStreamLegacy), "free");
+  void* old_block = free_behind_use(cudaStreamLegacy, user, &sleeper);
   void* again = nullptr;
   expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
   expect_ok(cudaFreeAsync(again, second), "free-second");
@@ -168,12 +175,8 @@ void legacy_reuse_leaves(const char* name) {
 void legacy_query_probe(bool reallocate) {
   cudaStream_t user;
   expect_ok(cudaStreamCreate(&user), "stream");
-  void* old_block = nullptr;
-  expect_ok(cudaMallocAsync(&old_block, kBytes, cudaStreamLegacy), "malloc");
-  expect_ok(cudaStreamSynchronize(cudaStreamLegacy), "sync-legacy");
   Sleeper sleeper;
-  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, &sleeper), "hostfunc");
-  expect_ok(cudaFreeAsync(old_block, cudaStreamLegacy), "free");
+  free_behind_use(cudaStreamLegacy, user, &sleeper);
   void* again = nullptr;
   if (reallocate) expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
   const cudaError_t answer = cudaStreamQuery(cudaStreamLegacy);
@@ -195,12 +198,8 @@ void legacy_query_probe(bool reallocate) {
 void blocking_reuse_query(const char* name) {
   cudaStream_t owner;
   expect_ok(cudaStreamCreate(&owner), "stream");
-  void* old_block = nullptr;
-  expect_ok(cudaMallocAsync(&old_block, kBytes, owner), "malloc");
-  expect_ok(cudaStreamSynchronize(owner), "sync-owner");
   Sleeper sleeper;
-  expect_ok(cudaLaunchHostFunc(cudaStreamLegacy, sleep_then_finish, &sleeper), "hostfunc");
-  expect_ok(cudaFreeAsync(old_block, owner), "free");
+  void* old_block = free_behind_use(owner, cudaStreamLegacy, &sleeper);
   void* again = nullptr;
   expect_ok(cudaMallocAsync(&again, kBytes, owner), "malloc-again");
   const cudaError_t answer = cudaStreamQuery(owner);
