@@ -46,7 +46,7 @@ class AddressSpace {
   // Unmaps free granules of ranges with no requirements left (FreeIndex::settle first),
   // highest address first, until reserved <= target. A mapping unit larger than a granule may
   // take reserved below the target (a release threshold: the driver's chunks do the same) unless
-  // `keep_target` (cuMemPoolTrimTo's minBytesToKeep: at least that much stays). Each run
+  // `below` is Below::kept (cuMemPoolTrimTo's minBytesToKeep: at least that much stays). Each run
   // given back is appended to `released` when asked, so that restore() can undo it.
   struct Run {
     std::uintptr_t address;

@@ -161,7 +161,8 @@ class Engine {
   void event_destroyed(EventKey event);
 
   // `releases`: a synchronize (which may also record a marker in the stream first, see
-  // HappensBefore::ticket_for_stream); a query passes false and enqueues nothing.
+  // HappensBefore::ticket_for_stream); a query passes false (a blocking stream's query may record a
+  // marker too, and its answer then waits for it: marker_pending).
   SyncTicket ticket_for_stream(StreamKey stream, bool releases);
   // A query's answer: not ready while the stream's marker is (HappensBefore::marker_pending).
   bool marker_pending(StreamKey stream);

@@ -334,6 +334,10 @@ void HappensBefore::refresh_marker(StreamState* stream, std::uint64_t needed_tic
 
 bool HappensBefore::insert_dependency(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick) {
   std::lock_guard guard(mutex_);
+  return insert_dependency_locked(waiter, freer, needed_tick);
+}
+
+bool HappensBefore::insert_dependency_locked(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick) {
   poll_marker_locked(freer);
   if (!freer->marker || at(freer->marker->covers, freer->slot) < needed_tick) {
     if (freer->dead) return false;  // its last marker is all there will ever be
@@ -358,11 +362,7 @@ bool HappensBefore::order_free_after_allocation(StreamState* freer, StreamState*
       std::max(at(host_completed_, allocator->slot), at(gpu_completed_, allocator->slot)) >= freed) {
     return true;  // every free of the legacy stream precedes a marker in it, or is known complete
   }
-  poll_marker_locked(allocator);
-  if (!record_marker_locked(allocator)) return false;
-  if (ordering_.wait(freer->key, allocator->marker->marker) != Status::success) return false;
-  merge_into(freer->clock, allocator->marker->covers);
-  return true;
+  return insert_dependency_locked(freer, allocator, freed);
 }
 
 }  // namespace streampool::core

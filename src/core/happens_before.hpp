@@ -115,8 +115,9 @@ class HappensBefore {
   // free on a stream the legacy stream's implicit order binds (blocking, per-thread default,
   // legacy) waits for the partners' work before it, which nothing of the stream's own may
   // follow: a synchronize first records a marker in the stream, so that it waits for that work
-  // too; a query records nothing (its answer must stay the program's) and proves such frees only
-  // up to the stream's last marker.
+  // too; a query of the legacy stream records nothing and proves such frees only up to the
+  // stream's last marker; a query of a blocking stream records one as a synchronize does (see
+  // marker_pending).
   Clock ticket_for_stream(StreamKey key, bool synchronize);
   // Whether a blocking stream's marker has yet to complete (polled now). The driver answers a
   // query of a blocking stream from the stream's own work: an event record in it that still waits
@@ -170,6 +171,7 @@ class HappensBefore {
   Clock position_locked(StreamState* stream);
   Clock implied_clock_locked(StreamState* stream);
   static bool implicitly_ordered(const StreamState* stream);
+  bool insert_dependency_locked(StreamState* waiter, StreamState* freer, std::uint64_t needed_tick);
   void poll_marker_locked(StreamState* stream);
   bool record_marker_locked(StreamState* stream);
   void drop_marker_locked(StreamState* stream);
