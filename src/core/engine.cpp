@@ -129,17 +129,25 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   const std::size_t placed = round_up(bytes, kPlacementBytes);
   PoolStream* share = state_->share_for(pool, stream);
   share->lock.lock();  // nothing below throws before the unlock
-  const std::optional<std::uintptr_t> address = share->take_exact(placed);
-  if (!address) [[unlikely]] {
+  const PoolStream::Taken taken = share->take_exact(placed);
+  if (taken.address == 0) [[unlikely]] {
     share->lock.unlock();
     return allocate_slow(pool, *share, placed, bytes, out);
   }
+  // The legacy stream's own free that no marker follows yet goes back (the entry just left makes
+  // room), and the slow path anchors it first.
+  if (share->legacy && state_->order.needs_anchor(share->stream, taken.tick)) [[unlikely]] {
+    share->append(CachedFree{taken.address, placed, taken.tick});  // a tick above 0: not fresh
+    share->lock.unlock();
+    return allocate_slow(pool, *share, placed, bytes, out);
+  }
+  const std::uintptr_t address = taken.address;
   ++share->outstanding;
   const bool charged = UsageCounter::try_charge(*share->usage, bytes);
   share->lock.unlock();
   if (!charged) [[unlikely]] pool->usage().charge_slow(*share->usage, bytes);
-  state_->live.insert(LiveBlock{*address, placed, bytes, pool, share->stream});
-  *out = reinterpret_cast<void*>(*address);
+  state_->live.insert(LiveBlock{address, placed, bytes, pool, share->stream});
+  *out = reinterpret_cast<void*>(address);
   return Status::success;
 }
 
@@ -148,13 +156,17 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
 Status Engine::allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes, void** out) {
   placed = pool->slow_placement(placed);
   std::uintptr_t address = 0;
-  Status status = pool->allocate_slow(share, placed, &address);
+  // The legacy stream reuses only its frees that a marker follows (HappensBefore::anchor_own_frees).
+  const std::uint64_t own_bound = share.stream->kind == StreamKind::legacy_default
+                                      ? state_->order.anchor_own_frees(share.stream)
+                                      : UINT64_MAX;
+  Status status = pool->allocate_slow(share, placed, &address, own_bound);
   // Other pools of the device may hold what this one cannot map: they give back their unused
   // memory, most idle first, and the request tries once more. (This pool's own free granules
   // were tried already, and are mapped again after a failure: the pool stays as it was.)
   if (status == Status::out_of_memory && pool->maps_device_memory(pool->props().location_id) &&
       release_unused_except(pool->props().location_id, placed, pool) != 0) {
-    status = pool->allocate_slow(share, placed, &address);
+    status = pool->allocate_slow(share, placed, &address, own_bound);
   }
   if (!ok(status)) return status;
   bool charged = false;

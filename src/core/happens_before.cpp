@@ -18,7 +18,7 @@ std::uint64_t HappensBefore::at(const Clock& clock, std::uint32_t slot) {
   return slot < clock.size() ? clock[slot] : 0;
 }
 
-HappensBefore::HappensBefore(Ordering& ordering) : ordering_(ordering) {}
+HappensBefore::HappensBefore(Ordering& ordering) : ordering_(ordering), partners_(ordering.implicit_partners()) {}
 
 HappensBefore::~HappensBefore() {
   for (auto& stream : all_) {
@@ -214,7 +214,7 @@ Clock HappensBefore::ticket_for_stream(StreamKey key, bool synchronize) {
   std::lock_guard guard(mutex_);
   StreamState* stream = stream_locked(key);
   Clock clock = position_locked(stream);
-  if (stream->freed_at.load() <= stream->anchored || !implicitly_ordered(stream)) return clock;
+  if (stream->freed_at.load() <= stream->anchored.load() || !implicitly_ordered(stream)) return clock;
   // A query of a blocking stream records one too, and is answered not ready while it is
   // (marker_pending): the driver would answer CUDA_SUCCESS while a legacy kernel that the stream's
   // frees follow still runs, and the program would take the allocations it made from those frees
@@ -225,7 +225,7 @@ Clock HappensBefore::ticket_for_stream(StreamKey key, bool synchronize) {
     poll_marker_locked(stream);
     if (record_marker_locked(stream)) return clock;  // the marker follows every free the clock covers
   }
-  clock[stream->slot] = stream->anchored;
+  clock[stream->slot] = stream->anchored.load();
   return clock;
 }
 
@@ -319,7 +319,7 @@ bool HappensBefore::record_marker_locked(StreamState* stream) {
   Clock covers = position_locked(stream);  // cut before the real record: it covers frees so far
   Marker marker = 0;
   if (ordering_.record(stream->key, &marker) != Status::success) return false;
-  stream->anchored = std::max(stream->anchored, at(covers, stream->slot));
+  stream->anchored.store(std::max(stream->anchored.load(), at(covers, stream->slot)), std::memory_order_release);
   stream->marker = StreamState::PendingMarker{marker, std::move(covers)};
   return true;
 }
@@ -358,11 +358,23 @@ bool HappensBefore::order_free_after_allocation(StreamState* freer, StreamState*
     return true;
   }
   const std::uint64_t freed = allocator->freed_at.load();
-  if (freed <= allocator->anchored ||
+  if (freed <= allocator->anchored.load() ||
       std::max(at(host_completed_, allocator->slot), at(gpu_completed_, allocator->slot)) >= freed) {
     return true;  // every free of the legacy stream precedes a marker in it, or is known complete
   }
   return insert_dependency_locked(freer, allocator, freed);
+}
+
+std::uint64_t HappensBefore::anchor_own_frees(StreamState* legacy) {
+  if (partners_ != nullptr && !partners_->load(std::memory_order_relaxed)) return UINT64_MAX;
+  std::lock_guard guard(mutex_);
+  const auto known = [&] {
+    return std::max({legacy->anchored.load(), at(host_completed_, legacy->slot), at(gpu_completed_, legacy->slot)});
+  };
+  if (legacy->freed_at.load() <= known() || legacy->dead) return known();
+  poll_marker_locked(legacy);
+  record_marker_locked(legacy);  // on failure the frees after the last marker stay out of reach
+  return known();
 }
 
 }  // namespace streampool::core

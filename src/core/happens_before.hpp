@@ -57,7 +57,9 @@ struct alignas(64) StreamState {  // the tick is read by every free on the strea
   // Guarded by the tracker's mutex.
   bool dead = false;
   std::uint64_t final_tick = 0;  // once dead: the tick of its last frees
-  std::uint64_t anchored = 0;    // its frees up to here precede a marker of streampool's in it
+  // Its frees up to here precede a marker of streampool's in it. Written under the tracker's
+  // mutex; the legacy stream's allocation fast path reads it without (needs_anchor).
+  std::atomic<std::uint64_t> anchored{0};
   Clock clock;  // ticks of other streams this stream is ordered after
   struct PendingMarker {
     Marker marker;
@@ -146,6 +148,28 @@ class HappensBefore {
   // and could not be made: the caller then counts the free as the legacy stream's.
   bool order_free_after_allocation(StreamState* freer, StreamState* allocator);
 
+  // --- the legacy stream's reuse of its own frees ------------------------------------------
+  // The legacy stream's frees are ordered after every blocking stream's earlier work by its
+  // implicit order alone, and under streampool a free or an allocation enqueues nothing. On
+  // NVIDIA's driver the allocation that takes such memory again is a stream operation after that
+  // free: a blocking stream's later work (its kernels, an event recorded in it) follows it, hence
+  // follows the kernel that last used the memory. Under streampool it follows only the legacy
+  // stream's earlier real work, which may precede that kernel: a block handed out again on the
+  // legacy stream from a free no marker follows, then used on a blocking stream, runs at once with
+  // its previous owner's kernel. So before the legacy stream reuses such a free, a marker goes into
+  // it (one covers every free before it), wherever a blocking stream may exist.
+  // Whether handing out `freed` (a cache entry of `stream`'s) needs anchor_own_frees first.
+  bool needs_anchor(const StreamState* stream, std::uint64_t tick) const noexcept {
+    if (stream->kind != StreamKind::legacy_default) [[likely]] return false;
+    if (tick <= stream->anchored.load(std::memory_order_acquire)) return false;
+    return partners_ == nullptr || partners_->load(std::memory_order_relaxed);
+  }
+  // Records a marker in `legacy` covering its frees so far where one is needed. Returns the tick
+  // up to which its own frees may be handed out again on it now: UINT64_MAX where no blocking
+  // stream can exist; else the frees a marker follows or that are known complete (all of them,
+  // unless the marker could not be recorded).
+  std::uint64_t anchor_own_frees(StreamState* legacy);
+
   // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
   std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }
   std::size_t slot_count() const;
@@ -190,6 +214,7 @@ class HappensBefore {
   Clock gpu_completed_;
   std::atomic<std::uint64_t> completion_version_{0};
   std::atomic<bool> strict_reuse_{false};
+  const std::atomic<bool>* const partners_;  // Ordering::implicit_partners
 };
 
 // Bumped whenever a stream key may come to mean another stream (or an engine goes away):

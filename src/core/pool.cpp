@@ -129,14 +129,14 @@ void Pool::refill_cache_locked(PoolStream& requester, std::size_t placed) {
 
 // Best fit between the requester's own cache and the index ranges it may use; takes it.
 Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address,
-                                  bool follow) {
+                                  bool follow, std::uint64_t own_bound) {
   const bool opportunistic = allow_opportunistic_.load(std::memory_order_relaxed) != 0;
   const std::uint32_t own_slot = requester.stream->slot;
   // What the requester knows of other streams is asked for only when a range needs it: a
   // stream that reuses its own frees never takes the tracker's lock.
   std::optional<ReuseBounds> bounds;
   const auto known = [&](std::uint32_t slot, bool with_implied) -> std::uint64_t {
-    if (slot == own_slot) return UINT64_MAX;
+    if (slot == own_slot) return own_bound;
     if (!bounds) bounds = order_.reuse_bounds(requester.stream, follow, opportunistic);
     const std::uint64_t proven = at(bounds->proven, slot);
     return with_implied ? std::max(proven, at(bounds->implied, slot)) : proven;
@@ -214,12 +214,13 @@ std::size_t Pool::slow_placement(std::size_t placed) const noexcept {
   return props_.exclusive_granules ? round_up(placed, space_.granule_bytes()) : placed;
 }
 
-Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address) {
+Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address,
+                           std::uint64_t own_bound) {
   std::lock_guard guard(mutex_);
   const bool follow = follow_event_dependencies_.load(std::memory_order_relaxed) != 0;
   const bool internal = allow_internal_dependencies_.load(std::memory_order_relaxed) != 0;
 
-  Status status = reuse_or_grow_locked(requester, placed, address, follow);
+  Status status = reuse_or_grow_locked(requester, placed, address, follow, own_bound);
   if (status == Status::out_of_memory && internal) {
     bool inserted = false;
     for (const Requirement& requirement : blocking_requirements_locked(placed)) {
@@ -229,13 +230,13 @@ Status Pool::allocate_slow(PoolStream& requester, std::size_t placed, std::uintp
       }
     }
     // The waits are streampool's own: the order they create counts whatever FOLLOW says.
-    if (inserted) status = reuse_or_grow_locked(requester, placed, address, /*follow=*/true);
+    if (inserted) status = reuse_or_grow_locked(requester, placed, address, /*follow=*/true, own_bound);
   }
   // Free granules may be what stands between the device and a contiguous mapping: give them
   // back and try once more; if that fails too, map them again, so the pool stays as it was.
   std::vector<AddressSpace::Run> released;
   if (status == Status::out_of_memory && !space_.chunked_backing() && space_.release_to(0, &released) != 0) {
-    status = reuse_or_grow_locked(requester, placed, address, follow);
+    status = reuse_or_grow_locked(requester, placed, address, follow, own_bound);
     if (!ok(status)) space_.restore(released, access_);
     note_reserved_locked();
   }

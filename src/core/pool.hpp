@@ -54,8 +54,10 @@ class Pool {
   // of the 512-byte size can only find when the two sizes agree.
   std::size_t slow_placement(std::size_t placed) const noexcept;
   // Everything but an exact hit in the requester's cache. `placed` is the request rounded to
-  // the placement unit (slow_placement).
-  Status allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address);
+  // the placement unit (slow_placement). The requester's own frees are reused up to tick
+  // `own_bound` only (HappensBefore::anchor_own_frees: the legacy stream's frees no marker follows).
+  Status allocate_slow(PoolStream& requester, std::size_t placed, std::uintptr_t* address,
+                       std::uint64_t own_bound = UINT64_MAX);
 
   // --- lifetime (pool_lifetime.cpp) ----------------------------------------------------------
   // A pool is drained when it is destroyed, no allocation of it is live or being freed, and all
@@ -117,7 +119,8 @@ class Pool {
   UsageShard& host_shard() noexcept { return *host_shard_; }
 
  private:
-  Status reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address, bool follow);
+  Status reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std::uintptr_t* address, bool follow,
+                              std::uint64_t own_bound);
   bool order_implied_locked(PoolStream& requester, std::uintptr_t address, std::size_t placed,
                             const std::function<bool(const Requirements&)>& proven);
   void flush_caches_locked();

@@ -35,18 +35,24 @@ struct CachedFree {
 struct alignas(64) PoolStream {  // its own cache lines: written by its stream's thread only
   static constexpr std::size_t kCacheEntries = 8;
 
-  explicit PoolStream(StreamState* owner) : stream(owner) {}
+  explicit PoolStream(StreamState* owner)
+      : stream(owner), legacy(owner->kind == StreamKind::legacy_default) {}
 
   // All under `lock`.
-  std::optional<std::uintptr_t> take_exact(std::size_t bytes) noexcept {
+  // Takes the newest entry of exactly `bytes`: its address (0: none) and tick, in two registers.
+  struct Taken {
+    std::uintptr_t address = 0;
+    std::uint64_t tick = 0;
+  };
+  Taken take_exact(std::size_t bytes) noexcept {
     for (std::size_t i = cache_count; i-- > 0;) {
       if (cache[i].bytes == bytes) {
-        const std::uintptr_t address = cache[i].address;
+        const Taken taken{cache[i].address, cache[i].tick};
         remove_at(i);
-        return address;
+        return taken;
       }
     }
-    return std::nullopt;
+    return {};
   }
   // Pushes a free; returns the oldest entry when the cache was full (for the pool's index).
   std::optional<CachedFree> push(const CachedFree& freed) noexcept {
@@ -74,6 +80,9 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
 
   SpinLock lock;
   StreamState* const stream;
+  // The legacy default stream's share: its own frees may need a marker before they are handed
+  // out again (HappensBefore::needs_anchor). Here, on the fast path's line, not behind `stream`.
+  const bool legacy;
   UsageShard* usage = nullptr;  // set by the pool; guarded by `lock`
   std::array<CachedFree, kCacheEntries> cache{};
   std::size_t cache_count = 0;

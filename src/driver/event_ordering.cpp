@@ -53,6 +53,9 @@ core::StreamKind EventOrdering::stream_kind(core::StreamKey stream) { return kin
 // group is fixed when the engine first sees it, and a context synchronize asks for its group.
 std::uintptr_t EventOrdering::stream_group(core::StreamKey stream) { return context_of_key(stream); }
 
+// The registry's flag: it sees every stream the hooks create or are handed (stream_registry.hpp).
+const std::atomic<bool>* EventOrdering::implicit_partners() { return &implicit_partners_seen(); }
+
 core::Status EventOrdering::take(CUcontext context, MarkerRecord** record) {
   {
     std::lock_guard lock(mutex_);

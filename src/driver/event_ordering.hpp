@@ -32,6 +32,7 @@ class EventOrdering final : public core::Ordering {
 
   core::StreamKind stream_kind(core::StreamKey stream) override;
   std::uintptr_t stream_group(core::StreamKey stream) override;
+  const std::atomic<bool>* implicit_partners() override;
   core::Status record(core::StreamKey stream, core::Marker* marker) override;
   core::Status query(core::Marker marker) override;
   core::Status wait(core::StreamKey waiter, core::Marker marker) override;

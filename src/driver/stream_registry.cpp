@@ -47,6 +47,7 @@ struct Registry {
 };
 
 std::atomic<Registry*> shared_registry{nullptr};
+std::atomic<bool> partners_seen{false};  // see implicit_partners_seen
 std::atomic<PerThreadExitHandler> per_thread_exit_handler{nullptr};
 
 Registry& registry() noexcept {
@@ -196,6 +197,7 @@ CUresult register_stream_entry(CUstream stream, unsigned flags, StreamEntry* ent
   entry->device = device;
   entry->kind = (flags & CU_STREAM_NON_BLOCKING) != 0 ? core::StreamKind::non_blocking
                                                       : core::StreamKind::blocking;
+  if (entry->kind == core::StreamKind::blocking) partners_seen.store(true, std::memory_order_release);
   try {
     Registry& shared = registry();
     std::unique_lock lock(shared.mutex);
@@ -227,6 +229,7 @@ core::StreamKey per_thread_key(CUcontext context) noexcept {
     }
     slot = context;
     per_thread_streams_exit.armed = true;
+    partners_seen.store(true, std::memory_order_release);
     return key;
   }
   return 0;
@@ -350,6 +353,8 @@ std::uintptr_t context_of_key(core::StreamKey key) noexcept {
 }
 
 CUresult stream_created(CUstream stream, unsigned flags) noexcept {
+  // Before anything can fail: the stream exists, whether or not its registration succeeds.
+  if ((flags & CU_STREAM_NON_BLOCKING) == 0) partners_seen.store(true, std::memory_order_release);
   forget_stream(stream);
   StreamEntry entry;
   return register_stream_entry(stream, flags, &entry);
@@ -413,6 +418,8 @@ void reset_stream_registry_after_fork() noexcept {
   shared_registry.store(fresh, std::memory_order_release);
   invalidate_routes();
 }
+
+const std::atomic<bool>& implicit_partners_seen() noexcept { return partners_seen; }
 
 bool is_legacy_key(core::StreamKey key) noexcept { return (key & kTagMask) == kLegacyTag; }
 bool is_per_thread_key(core::StreamKey key) noexcept { return (key & kTagMask) == kPerThreadTag; }

@@ -70,6 +70,11 @@ std::uintptr_t context_of_key(core::StreamKey key) noexcept;
 CUresult stream_created(CUstream stream, unsigned flags) noexcept;
 // A created stream is gone (after cuStreamDestroy): forget it and invalidate all caches.
 void forget_stream(CUstream stream) noexcept;
+// True, for good, once a stream the legacy stream's implicit order binds has been seen: a created
+// blocking stream (at its creation through the hooks, or first use) or a per-thread default stream.
+// Until then the legacy stream's frees follow nothing but its own work (core::Ordering::implicit_partners).
+const std::atomic<bool>& implicit_partners_seen() noexcept;
+
 // Every key of a context known so far: its legacy stream, its created streams and the per-thread
 // streams of all live threads.
 std::vector<core::StreamKey> keys_of_context(CUcontext context);

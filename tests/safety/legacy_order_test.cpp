@@ -192,6 +192,23 @@ TEST_F(ImplicitFree, ALegacyReuseFreedUnusedOnABlockingStreamIsNotReusedThereBef
   SP(cuStreamDestroy_v2)(second);
 }
 
+// The use side of the same (found by the model check, seed 2500): the memory the legacy stream
+// took again is used, as the program may, on a second blocking stream, whose work the implicit
+// order puts after the legacy stream's allocation. On NVIDIA's driver that allocation follows the
+// legacy free, which follows the first use: the second use runs after it. Under streampool neither
+// enqueues anything, so the legacy stream takes a marker before it hands the memory out.
+TEST_F(ImplicitFree, ALegacyReuseUsedOnAnotherBlockingStreamDoesNotRunWithTheFirstUse) {
+  CUstream second = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&second, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  new_owner.previous = &old_owner;
+  new_owner.block = free_behind_use_and_take_again(CU_STREAM_LEGACY, blocking);
+  new_owner.bytes = old_owner.bytes;
+  ASSERT_EQ(SP(cuLaunchHostFunc)(second, new_owner_work, &new_owner), CUDA_SUCCESS);
+  expect_safe(blocking, second);
+  SP(cuStreamSynchronize)(second);
+  SP(cuStreamDestroy_v2)(second);
+}
+
 // A blocking stream frees a block behind the legacy stream's use (the implicit order alone) and
 // takes it again: a query of that stream answering CUDA_SUCCESS tells the program the allocation
 // is complete, so the memory may be used from anywhere. On NVIDIA's driver the free and the
@@ -229,6 +246,46 @@ TEST_F(LegacyOrder, BlockingStreamReusingALegacyFreeOfTheDefaultPoolIsNotComplet
   CUmemoryPool default_pool = nullptr;
   ASSERT_EQ(SP(cuDeviceGetDefaultMemPool)(&default_pool, device), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuDeviceSetMemPool)(device, default_pool), CUDA_SUCCESS);
+}
+
+// What the marker before a legacy-stream reuse costs, and where: each test in a process of its own,
+// so that what the registry has seen (a blocking stream stays seen) is this test's alone. Only the
+// non-blocking streams of SafetyTest exist until a test makes another.
+class LegacyPairs : public SafetyTest {
+ protected:
+  // The markers (cuEventRecord calls) four legacy-stream pairs of one size cost, the first block
+  // being taken again each time.
+  unsigned long long records_for_four_pairs() {
+    CUdeviceptr first = 0;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&first, kBlockBytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemFreeAsync)(first, CU_STREAM_LEGACY), CUDA_SUCCESS);
+    const unsigned long long before = fake_calls("cuEventRecord");
+    for (int i = 0; i < 4; ++i) {
+      CUdeviceptr again = 0;
+      EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&again, kBlockBytes, pool, CU_STREAM_LEGACY), CUDA_SUCCESS);
+      EXPECT_EQ(again, first) << "the legacy stream takes its own free again";
+      EXPECT_EQ(SP(cuMemFreeAsync)(again, CU_STREAM_LEGACY), CUDA_SUCCESS);
+    }
+    return fake_calls("cuEventRecord") - before;
+  }
+};
+
+TEST_F(LegacyPairs, WithNoBlockingStreamInSightTheLegacyStreamsPairsRecordNothing) {
+  EXPECT_EQ(records_for_four_pairs(), 0u);
+}
+
+TEST_F(LegacyPairs, OnceABlockingStreamIsCreatedEachLegacyReuseRecordsAMarkerFirst) {
+  CUstream blocking = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&blocking, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  EXPECT_EQ(records_for_four_pairs(), 4u);
+  SP(cuStreamDestroy_v2)(blocking);
+}
+
+TEST_F(LegacyPairs, OnceAPerThreadStreamIsSeenEachLegacyReuseRecordsAMarkerFirst) {
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, 4096, pool, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(block, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(records_for_four_pairs(), 4u);
 }
 
 }  // namespace

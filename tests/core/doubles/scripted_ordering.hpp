@@ -7,6 +7,7 @@
 // made, and makes the waiter's later work depend on it. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -21,6 +22,7 @@ class ScriptedOrdering final : public core::Ordering {
  public:
   core::StreamKind stream_kind(core::StreamKey stream) override;
   std::uintptr_t stream_group(core::StreamKey stream) override;
+  const std::atomic<bool>* implicit_partners() override { return &partners_; }
   core::Status record(core::StreamKey stream, core::Marker* marker) override;
   core::Status query(core::Marker marker) override;
   core::Status wait(core::StreamKey waiter, core::Marker marker) override;
@@ -40,6 +42,9 @@ class ScriptedOrdering final : public core::Ordering {
   std::size_t waits_by(core::StreamKey waiter) const;
   std::size_t live_markers() const;  // recorded and not recycled
   void fail_records_on(core::StreamKey stream);  // record() answers not_supported there
+  // Whether a blocking stream may exist as far as the engine can tell (the driver layer's
+  // registry flag); true by default.
+  void set_implicit_partners(bool possible) { partners_.store(possible); }
 
  private:
   struct StreamModel {
@@ -61,6 +66,7 @@ class ScriptedOrdering final : public core::Ordering {
   std::size_t records_ = 0;
   std::size_t queries_ = 0;
   std::size_t waits_ = 0;
+  std::atomic<bool> partners_{true};
 };
 
 }  // namespace streampool::testing
