@@ -33,9 +33,9 @@ const VectorClock& GpuModel::last_clock(int instance) const {
   return stream.ops.empty() ? empty_ : stream.ops.back();
 }
 
-VectorClock GpuModel::next_clock(int instance, bool implicit) const {
+VectorClock GpuModel::next_clock(int instance, bool implicit, bool observed_only) const {
   VectorClock clock = last_clock(instance);
-  join_into(clock, done_);
+  join_into(clock, observed_only ? observed_ : done_);
   const Stream& self = streams_[static_cast<std::size_t>(instance)];
   if (!implicit || self.kind == core::StreamKind::non_blocking) return clock;
   for (std::size_t other = 0; other < streams_.size(); ++other) {
@@ -92,7 +92,12 @@ std::uint64_t GpuModel::event_records(core::EventKey event) const {
   return it == records_.end() ? 0 : it->second;
 }
 
-void GpuModel::complete_up_to(const VectorClock& target) { join_into(done_, target); }
+void GpuModel::complete_up_to(const VectorClock& target) {
+  join_into(done_, target);
+  join_into(observed_, target);
+}
+
+void GpuModel::progress_up_to(const VectorClock& target) { join_into(done_, target); }
 
 VectorClock GpuModel::everything_issued() const {
   VectorClock all;

@@ -58,8 +58,10 @@ class GpuModel {
   bool live(int instance) const { return streams_[static_cast<std::size_t>(instance)].live; }
   std::size_t instance_count() const { return streams_.size(); }
 
-  // The clock the next op on `instance` would get (its own position not included).
-  VectorClock next_clock(int instance, bool implicit = true) const;
+  // The clock the next op on `instance` would get (its own position not included). With
+  // `observed_only`, completed work counts only where the program saw it complete (a host call):
+  // what the program may rely on when it picks where to use a block.
+  VectorClock next_clock(int instance, bool implicit = true, bool observed_only = false) const;
   // Puts an op on the instance, ordered after `also_after` too when given; without the legacy
   // stream's implicit edges when `implicit` is false.
   OpRef issue(int instance, const VectorClock* also_after = nullptr, bool implicit = true);
@@ -74,9 +76,12 @@ class GpuModel {
   std::uint64_t event_records(core::EventKey event) const;  // records so far (for coverage)
   void destroy_event(core::EventKey event) { events_.erase(event); }
 
-  // GPU progress.
+  // GPU progress the program observes (a host synchronisation, a successful query).
   void complete_up_to(const VectorClock& target);
   void complete_instance(int instance) { complete_up_to(last_clock(instance)); }
+  // GPU progress no host call has shown the program.
+  void progress_up_to(const VectorClock& target);
+  void progress_instance(int instance) { progress_up_to(last_clock(instance)); }
   VectorClock everything_issued() const;  // join of every instance's last op
   // Join of the last ops of every instance of the group, destroyed ones included (a context
   // synchronize waits for all of the context's work).
@@ -102,7 +107,8 @@ class GpuModel {
   std::map<core::StreamKey, int> live_by_key_;
   std::map<core::EventKey, Event> events_;
   std::map<core::EventKey, std::uint64_t> records_;  // survives destruction: counts every record
-  VectorClock done_;  // per instance: the completed prefix
+  VectorClock done_;      // per instance: the completed prefix
+  VectorClock observed_;  // the part of it a host call has shown the program
   VectorClock empty_;
 };
 

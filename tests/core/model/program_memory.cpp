@@ -197,7 +197,9 @@ void Program::invalid_free_step() {
 
 void Program::kernel_step() {
   const int instance = random_stream();
-  const VectorClock next = gpu_.next_clock(instance);
+  // Where the program may use a block: after its allocation by stream order, the implicit order or
+  // completion the program saw; not by GPU progress it could not know of.
+  const VectorClock next = gpu_.next_clock(instance, /*implicit=*/true, /*observed_only=*/true);
   std::vector<std::size_t> usable;
   for (std::size_t i = 0; i < live_.size(); ++i) {
     if (ordered_before(live_[i].uses.front(), next)) usable.push_back(i);
@@ -209,6 +211,8 @@ void Program::kernel_step() {
     block.uses.push_back(op);
     oracle_.used(block.id, op);
     ++used;
+    const std::string why = oracle_.check_use(block.id, next);
+    if (!why.empty()) fail(why);
   }
   note("kernel on %s using %zu blocks (runs until the GPU completes it)", stream_name(instance).c_str(), used);
 }

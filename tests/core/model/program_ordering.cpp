@@ -201,7 +201,9 @@ void Program::handoff_step() {
     call.kind = chance(50) ? HostCall::Kind::event_sync : HostCall::Kind::event_query;
     call.event = event;
     call.ticket = engine_->ticket_for_event(event, call.kind == HostCall::Kind::event_sync);
-    call.what = "event 0x" + std::to_string(event);
+    char what[40];
+    std::snprintf(what, sizeof what, "event 0x%" PRIxPTR, event);
+    call.what = what;
     start_host_call(std::move(call), false);
   }
   alloc_on(pool, consumer, bytes);
@@ -209,13 +211,13 @@ void Program::handoff_step() {
 
 void Program::gpu_progress_step() {
   if (chance(10)) {
-    gpu_.complete_up_to(gpu_.everything_issued());
+    gpu_.progress_up_to(gpu_.everything_issued());
     note("GPU: everything issued so far has run");
     return;
   }
   // Any instance, destroyed ones included: their work still runs.
   const int instance = static_cast<int>(pick(gpu_.instance_count()));
-  gpu_.complete_instance(instance);
+  gpu_.progress_instance(instance);
   note("GPU: %s has run everything queued on it (and what that waited for)", stream_name(instance).c_str());
 }
 
@@ -294,6 +296,7 @@ bool Program::driver_call(HostCall& call) {
         return false;
       }
       ++coverage_.successful_queries;
+      gpu_.complete_instance(call.instance);  // already run: now the program knows it
       check_sync_proves_reuse(call.instance, call.position_at_ticket);
       break;
     case HostCall::Kind::event_sync:
@@ -305,6 +308,7 @@ bool Program::driver_call(HostCall& call) {
           note("%s: not ready", call.what.c_str());
           return false;
         }
+        if (clock != nullptr) gpu_.complete_up_to(*clock);  // already run: now the program knows it
         ++coverage_.successful_queries;
       } else {
         if (chance(3)) return failed_call("an error");

@@ -72,6 +72,26 @@ void ReuseOracle::freed_on_stream(std::size_t id, const OpRef& free_op) {
 
 void ReuseOracle::freed_by_host(std::size_t id) { blocks_[id].state = BlockRecord::State::freed_by_host; }
 
+std::string ReuseOracle::check_use(std::size_t id, const VectorClock& use) const {
+  const BlockRecord& block = blocks_[id];
+  for (std::size_t earlier = 0; earlier < id; ++earlier) {
+    const BlockRecord& other = blocks_[earlier];
+    if (!overlap(other, block) || other.state != BlockRecord::State::freed_on_stream) continue;
+    const OpRef* unordered = ordered_before(other.free_op, use) ? nullptr : &other.free_op;
+    for (const OpRef& earlier_use : other.uses) {
+      if (unordered == nullptr && !ordered_before(earlier_use, use)) unordered = &earlier_use;
+    }
+    if (unordered == nullptr) continue;
+    std::ostringstream why;
+    why << "a kernel that uses " << describe(id, block) << " after its allocation may run at once with "
+        << describe(earlier, other) << "'s work at stream instance " << unordered->instance << " position "
+        << unordered->position << ": the use is ordered only after position " << clock_at(use, unordered->instance)
+        << " of that instance";
+    return why.str();
+  }
+  return {};
+}
+
 std::string ReuseOracle::previous_owners_done(std::size_t id, const GpuModel& gpu) const {
   const BlockRecord& block = blocks_[id];
   for (std::size_t earlier = 0; earlier < id; ++earlier) {

@@ -11,6 +11,8 @@
 // done: once cuStreamSynchronize(s) returns, the program may use a block allocated on s from
 // any stream, as it may on NVIDIA's driver, where reuse through the legacy stream's implicit
 // order puts a real wait into s. previous_owners_done() checks that after such a sync.
+// Every use of a block (check_use) must follow its bytes' earlier owners as well: work on another
+// stream ordered after the allocation only through that allocation is still ordered after them.
 // Pure bookkeeping over clocks given to it, so that a test can feed it a wrong history.
 #pragma once
 
@@ -41,6 +43,12 @@ class ReuseOracle {
   // B is legal, else says which earlier block it may overlap in time.
   std::size_t hand_out(const BlockRecord& block, std::string* violation);
   void used(std::size_t id, const OpRef& op) { blocks_[id].uses.push_back(op); }
+  // Work with clock `use` touches block `id`: every earlier owner of its bytes must be dead before
+  // it. A program may use a block on any stream ordered after its allocation, and on NVIDIA's
+  // driver the allocation is itself ordered after the earlier owners' frees (and what the legacy
+  // stream's implicit order put before them): work ordered after the allocation is ordered after
+  // those owners too. Empty when so, else which earlier use or free may still run.
+  std::string check_use(std::size_t id, const VectorClock& use) const;
   void freed_on_stream(std::size_t id, const OpRef& free_op);
   void freed_by_host(std::size_t id);
   // After a host synchronisation that completed block `id`'s allocation: every use and free
