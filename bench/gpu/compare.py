@@ -57,6 +57,10 @@ ROWS = (
          goal=("<=", 1.0 / 3.0), as_time_fraction=True),
     dict(family="synchronized_pair_legacy", label="1 MiB alloc+free+synchronize, legacy default stream",
          kind="time", goal=None, optional=True),
+    dict(family="pair_legacy", label="1 MiB alloc+free, legacy default stream, no blocking stream",
+         kind="time", goal=None, optional=True),
+    dict(family="pair_legacy_blocking_present", label="the same with a blocking stream in the process",
+         kind="time", goal=None, optional=True),
     # Growth and release per GiB (the issue: never slower than NVIDIA's pool per GiB grown).
     dict(family="grow_release_1GiB_64MiB", label="grow 1 GiB in 64 MiB pieces: mapping (ns per GiB)",
          kind="ns", counter="grow_ns", goal=("<=", 1.0), optional=True),

@@ -55,6 +55,7 @@ struct DriverApi {
   }
   static Status bind_thread(Context context) { return cuCtxSetCurrent(context); }
   static Status stream_create(Stream* stream) { return cuStreamCreate(stream, CU_STREAM_NON_BLOCKING); }
+  static Status blocking_stream_create(Stream* stream) { return cuStreamCreate(stream, CU_STREAM_DEFAULT); }
   static Status event_create(Event* event) { return cuEventCreate(event, CU_EVENT_DISABLE_TIMING); }
 
   static Status alloc(Ptr* block, std::size_t bytes, Stream stream) { return cuMemAllocAsync(block, bytes, stream); }

@@ -39,6 +39,7 @@ struct RuntimeApi {
   }
   static Status bind_thread(Context device) { return cudaSetDevice(device); }
   static Status stream_create(Stream* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking); }
+  static Status blocking_stream_create(Stream* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
   static Status event_create(Event* event) { return cudaEventCreateWithFlags(event, cudaEventDisableTiming); }
 
   static Status alloc(Ptr* block, std::size_t bytes, Stream stream) { return cudaMallocAsync(block, bytes, stream); }

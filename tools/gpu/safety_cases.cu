@@ -169,6 +169,30 @@ void legacy_reuse_leaves(const char* name) {
   report(name, violations, reused);
 }
 
+// The legacy stream takes its own free (made behind a blocking stream's use) again; the program
+// uses that block on a second blocking stream, which the implicit order puts after the legacy
+// allocation. The use must not run before the first use ends.
+void legacy_reuse_used(const char* name) {
+  cudaStream_t user, second;
+  expect_ok(cudaStreamCreate(&user), "stream");
+  expect_ok(cudaStreamCreate(&second), "stream");
+  Sleeper sleeper;
+  void* old_block = free_behind_use(cudaStreamLegacy, user, &sleeper);
+  void* again = nullptr;
+  expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
+  Check check;
+  check.sleeper = &sleeper;
+  expect_ok(cudaLaunchHostFunc(second, check_finished, &check), "check");
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  const bool reused = again == old_block;
+  const int violations = reused && check.saw_done.load() == 0 ? 1 : 0;
+  expect_ok(cudaFreeAsync(again, cudaStreamLegacy), "free-again");
+  expect_ok(cudaDeviceSynchronize(), "devsync2");
+  cudaStreamDestroy(user);
+  cudaStreamDestroy(second);
+  report(name, violations, reused);
+}
+
 // Not a safety case: what a query of the legacy stream answers after its free (and, in the second
 // line, its allocation of the same size) behind a blocking stream's still-running use: NVIDIA's
 // free and allocation are stream operations, bound by the implicit order.
@@ -319,6 +343,7 @@ int main() {
   record_query_race("record-query-race", 20);
   implicit_free("blocking-use_legacy-free_legacy-synchronize");
   legacy_reuse_leaves("blocking-use_legacy-free_legacy-realloc_blocking-free_blocking-alloc");
+  legacy_reuse_used("blocking-use_legacy-free_legacy-realloc_blocking-use");
   legacy_query_probe(false);
   legacy_query_probe(true);
   blocking_reuse_query("legacy-use_blocking-free_blocking-realloc_blocking-query");
