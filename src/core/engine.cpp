@@ -361,6 +361,7 @@ void Engine::commit(const SyncTicket& ticket) {
 void Engine::stream_destroyed(StreamKey stream) { state_->order.stream_destroyed(stream); }
 
 std::size_t Engine::stream_slots() const { return state_->order.slot_count(); }
+std::size_t Engine::tracked_events() const { return state_->order.tracked_events(); }
 
 void Engine::set_release_policy(ReleasePolicy policy) { state_->release_policy = std::move(policy); }
 

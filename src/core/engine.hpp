@@ -116,6 +116,8 @@ class Engine {
   // How many stream slots the tracking holds (live streams, and ended ones whose frees are not
   // yet known complete): what its clocks cost. For tests and reports.
   std::size_t stream_slots() const;
+  // How many events the tracking holds (HappensBefore::tracked_events). For tests and reports.
+  std::size_t tracked_events() const;
 
   // --- ordering the program makes ------------------------------------------------------
   // An event record: `real_record` makes the real call and says whether it succeeded. The

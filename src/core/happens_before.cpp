@@ -259,6 +259,11 @@ std::size_t HappensBefore::slot_count() const {
   return all_.size();
 }
 
+std::size_t HappensBefore::tracked_events() const {
+  std::lock_guard guard(mutex_);
+  return events_.size();
+}
+
 StreamState* HappensBefore::by_slot(std::uint32_t slot) const {
   std::lock_guard guard(mutex_);
   return slot < all_.size() ? all_[slot].get() : nullptr;

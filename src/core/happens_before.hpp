@@ -173,6 +173,9 @@ class HappensBefore {
   // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
   std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }
   std::size_t slot_count() const;
+  // How many events the tracking holds state for (recorded, waited on or untracked, not yet
+  // destroyed or created again): a program whose events come and go must hold a constant number.
+  std::size_t tracked_events() const;
   // The stream that owns a slot (live or destroyed).
   StreamState* by_slot(std::uint32_t slot) const;
   // Per slot, the frees known complete (by the host, and by markers where opportunistic).

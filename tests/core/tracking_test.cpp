@@ -104,6 +104,18 @@ TEST_F(Tracking, ReuseThroughTheLegacyStreamsImplicitOrderPutsARealWaitIntoTheAl
   EXPECT_EQ(ordering.waits_by(kStream1), 1u);  // so a synchronize of s1 waits for the legacy kernel
 }
 
+// The legacy stream stays its group's partner when another of the group's streams ends.
+TEST_F(Tracking, AfterABlockingStreamEndsAnotherStillReusesALegacyFreeThroughTheImplicitOrder) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  ordering.set_kind(kStream3, StreamKind::blocking);
+  engine.ticket_for_stream(kStream3, false);  // the engine knows the stream that ends
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kLegacy);
+  engine.stream_destroyed(kStream3);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream1), block);
+  EXPECT_EQ(ordering.waits_by(kStream1), 1u);
+}
+
 TEST_F(Tracking, TheLegacyStreamReusingABlockingStreamsFreeWaitsForIt) {
   core::Pool* pool = pool_with_max_threshold();
   ordering.set_kind(kLegacy, StreamKind::legacy_default);

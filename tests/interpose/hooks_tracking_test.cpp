@@ -1,5 +1,7 @@
 // Ordering the program makes reaches the engine: host syncs and event waits make memory freed on
 // one stream reusable on another at once.
+#include <vector>
+
 #include "hooks_test_api.hpp"
 
 namespace {
@@ -52,6 +54,30 @@ TEST_F(TrackingHooks, EventWaitMakesAFreeReusableOnTheWaitingStream) {
   EXPECT_EQ(second, first);
   EXPECT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuEventDestroy_v2)(event), CUDA_SUCCESS);
+}
+
+// Destroyed events leave nothing in the tracking: many events alive at once, recorded and waited
+// on, then destroyed, bring the count back to where it was, round after round.
+TEST_F(TrackingHooks, DestroyedEventsLeaveNoTrackingBehind) {
+  auto tracked_events = reinterpret_cast<int (*)(size_t*)>(hooks_test::streampool_symbol("streampool_debug_tracked_events"));
+  ASSERT_NE(tracked_events, nullptr);
+  size_t before = 0;
+  ASSERT_EQ(tracked_events(&before), CUDA_SUCCESS);
+  for (int round = 0; round < 10; ++round) {
+    std::vector<CUevent> events(32, nullptr);
+    for (CUevent& event : events) {
+      ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+      ASSERT_EQ(SP(cuEventRecord)(event, stream), CUDA_SUCCESS);
+      ASSERT_EQ(SP(cuStreamWaitEvent)(other, event, 0), CUDA_SUCCESS);
+    }
+    size_t alive = 0;
+    ASSERT_EQ(tracked_events(&alive), CUDA_SUCCESS);
+    EXPECT_GE(alive, before + events.size());
+    for (CUevent event : events) ASSERT_EQ(SP(cuEventDestroy_v2)(event), CUDA_SUCCESS);
+    size_t after = 0;
+    ASSERT_EQ(tracked_events(&after), CUDA_SUCCESS);
+    EXPECT_EQ(after, before) << "round " << round;
+  }
 }
 
 TEST_F(TrackingHooks, RecordOnAnInvalidStreamIsAnErrorNotACrash) {

@@ -53,5 +53,24 @@ TEST_F(PerThreadMarker, AnotherThreadsPerThreadStreamsFreeIsNotTakenBehindAMarke
   SP(cuMemPoolDestroy)(capped);
 }
 
+// The other side: a marker in this thread's own per-thread stream is recorded, so that its free,
+// proven by a synchronize of that stream, serves another stream. A capped pool (it cannot grow)
+// leaves B nothing else: without the marker the synchronize proves nothing the free needs (the
+// per-thread stream's frees follow the legacy stream's work by the implicit order), and B's
+// allocation could only fail.
+TEST_F(PerThreadMarker, ThisThreadsPerThreadStreamsSynchronizedFreeServesAnotherStream) {
+  CUmemoryPool capped = create_pool(device, kCappedBytes);
+  give_up_block(old_owner, capped, CU_STREAM_PER_THREAD, kCappedBytes);
+  const unsigned long long records_before = fake_calls("cuEventRecord");
+  ASSERT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_GT(fake_calls("cuEventRecord"), records_before) << "no marker recorded in the per-thread stream";
+
+  take_block(new_owner, old_owner, capped, b);
+  EXPECT_EQ(new_owner.block, old_owner.block) << "the synchronized free did not serve the other stream";
+  expect_safe(CU_STREAM_PER_THREAD, b);
+  SP(cuStreamSynchronize)(b);
+  SP(cuMemPoolDestroy)(capped);
+}
+
 }  // namespace
 }  // namespace safety

@@ -27,3 +27,12 @@ extern "C" __attribute__((visibility("default"))) int streampool_debug_stream_sl
   *slots = streampool::interpose::engine().stream_slots();
   return CUDA_SUCCESS;
 }
+
+// How many events the tracking holds state for (core::Engine::tracked_events): a program whose
+// events are created, recorded and destroyed for as long as it runs must hold a constant number.
+extern "C" __attribute__((visibility("default"))) int streampool_debug_tracked_events(std::size_t* events) {
+  if (events == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  streampool::interpose::HookScope scope;
+  *events = streampool::interpose::engine().tracked_events();
+  return CUDA_SUCCESS;
+}
