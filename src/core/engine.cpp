@@ -128,27 +128,47 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   }
   const std::size_t placed = round_up(bytes, kPlacementBytes);
   PoolStream* share = state_->share_for(pool, stream);
+  // The legacy stream, where a blocking stream may exist, reuses only frees a marker follows.
+  if (share->legacy && state_->order.implicit_partners_possible()) [[unlikely]] {
+    return allocate_on_legacy(pool, *share, placed, bytes, out);
+  }
   share->lock.lock();  // nothing below throws before the unlock
   const PoolStream::Taken taken = share->take_exact(placed);
   if (taken.address == 0) [[unlikely]] {
     share->lock.unlock();
     return allocate_slow(pool, *share, placed, bytes, out);
   }
-  // The legacy stream's own free that no marker follows yet goes back (the entry just left makes
-  // room), and the slow path anchors it first.
-  if (share->legacy && state_->order.needs_anchor(share->stream, taken.tick)) [[unlikely]] {
-    share->append(CachedFree{taken.address, placed, taken.tick});  // a tick above 0: not fresh
-    share->lock.unlock();
-    return allocate_slow(pool, *share, placed, bytes, out);
-  }
-  const std::uintptr_t address = taken.address;
-  ++share->outstanding;
-  const bool charged = UsageCounter::try_charge(*share->usage, bytes);
-  share->lock.unlock();
-  if (!charged) [[unlikely]] pool->usage().charge_slow(*share->usage, bytes);
-  state_->live.insert(LiveBlock{address, placed, bytes, pool, share->stream});
+  return hand_out_locked(pool, *share, taken.address, placed, bytes, out);
+}
+
+// The accounting of an allocation the share's lock (held: released here) found or the slow path made.
+Status Engine::hand_out_locked(Pool* pool, PoolStream& share, std::uintptr_t address, std::size_t placed,
+                               std::size_t bytes, void** out) {
+  ++share.outstanding;
+  const bool charged = UsageCounter::try_charge(*share.usage, bytes);
+  share.lock.unlock();
+  if (!charged) [[unlikely]] pool->usage().charge_slow(*share.usage, bytes);
+  state_->live.insert(LiveBlock{address, placed, bytes, pool, share.stream});
   *out = reinterpret_cast<void*>(address);
   return Status::success;
+}
+
+// The legacy stream where a blocking stream may exist (HappensBefore::anchor_own_frees): an exact
+// fit among its frees a marker already follows; else, once a batch of frees waits for one, a
+// marker for them all and an exact fit among them; else the slow path, which takes other memory.
+Status Engine::allocate_on_legacy(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes, void** out) {
+  std::uint64_t bound = share.stream->anchored.load(std::memory_order_acquire);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    share.lock.lock();
+    const PoolStream::Taken taken = share.take_exact(placed, bound);
+    if (taken.address != 0) return hand_out_locked(pool, share, taken.address, placed, bytes, out);
+    share.lock.unlock();
+    if (attempt == 1) break;
+    const std::uint64_t anchored = state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::look);
+    if (anchored <= bound) break;  // no new marker: nothing more in the cache is usable
+    bound = anchored;
+  }
+  return allocate_slow(pool, share, placed, bytes, out);
 }
 
 // Everything but an exact hit in the stream's cache: the pool's index, growth, the other pools'
@@ -156,11 +176,18 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
 Status Engine::allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes, void** out) {
   placed = pool->slow_placement(placed);
   std::uintptr_t address = 0;
-  // The legacy stream reuses only its frees that a marker follows (HappensBefore::anchor_own_frees).
-  const std::uint64_t own_bound = share.stream->kind == StreamKind::legacy_default
-                                      ? state_->order.anchor_own_frees(share.stream)
-                                      : UINT64_MAX;
+  // The legacy stream reuses only its frees that a marker follows (HappensBefore::anchor_own_frees);
+  // where the pool can give nothing else, it marks the rest rather than fail.
+  std::uint64_t own_bound =
+      share.legacy ? state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::miss, placed) : UINT64_MAX;
   Status status = pool->allocate_slow(share, placed, &address, own_bound);
+  if (status == Status::out_of_memory && own_bound != UINT64_MAX) {
+    const std::uint64_t forced = state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::force);
+    if (forced > own_bound) {
+      own_bound = forced;
+      status = pool->allocate_slow(share, placed, &address, own_bound);
+    }
+  }
   // Other pools of the device may hold what this one cannot map: they give back their unused
   // memory, most idle first, and the request tries once more. (This pool's own free granules
   // were tried already, and are mapped again after a failure: the pool stays as it was.)
@@ -169,16 +196,8 @@ Status Engine::allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, 
     status = pool->allocate_slow(share, placed, &address, own_bound);
   }
   if (!ok(status)) return status;
-  bool charged = false;
-  {
-    std::lock_guard guard(share.lock);
-    ++share.outstanding;
-    charged = UsageCounter::try_charge(*share.usage, bytes);
-  }
-  if (!charged) pool->usage().charge_slow(*share.usage, bytes);
-  state_->live.insert(LiveBlock{address, placed, bytes, pool, share.stream});
-  *out = reinterpret_cast<void*>(address);
-  return Status::success;
+  share.lock.lock();
+  return hand_out_locked(pool, share, address, placed, bytes, out);
 }
 
 // The fast path: the block into the freeing stream's cache, under the share's lock alone. A

@@ -189,6 +189,10 @@ class Engine {
   std::uint64_t release_unused_except(int device, std::uint64_t bytes, const Pool* except);
   [[gnu::noinline]] Status allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes,
                                          void** out);
+  [[gnu::noinline]] Status allocate_on_legacy(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes,
+                                              void** out);
+  [[gnu::always_inline]] inline Status hand_out_locked(Pool* pool, PoolStream& share, std::uintptr_t address, std::size_t placed, std::size_t bytes,
+                         void** out);
 
   std::unique_ptr<EngineState> state_;
 };

@@ -325,6 +325,8 @@ bool HappensBefore::record_marker_locked(StreamState* stream) {
   Marker marker = 0;
   if (ordering_.record(stream->key, &marker) != Status::success) return false;
   stream->anchored.store(std::max(stream->anchored.load(), at(covers, stream->slot)), std::memory_order_release);
+  stream->misses_since_marker = 0;
+  stream->missed_bytes_since_marker = 0;
   stream->marker = StreamState::PendingMarker{marker, std::move(covers)};
   return true;
 }
@@ -370,13 +372,22 @@ bool HappensBefore::order_free_after_allocation(StreamState* freer, StreamState*
   return insert_dependency_locked(freer, allocator, freed);
 }
 
-std::uint64_t HappensBefore::anchor_own_frees(StreamState* legacy) {
-  if (partners_ != nullptr && !partners_->load(std::memory_order_relaxed)) return UINT64_MAX;
+std::uint64_t HappensBefore::anchor_own_frees(StreamState* legacy, Anchor mode, std::uint64_t bytes) {
+  if (!implicit_partners_possible()) return UINT64_MAX;
   std::lock_guard guard(mutex_);
   const auto known = [&] {
     return std::max({legacy->anchored.load(), at(host_completed_, legacy->slot), at(gpu_completed_, legacy->slot)});
   };
   if (legacy->freed_at.load() <= known() || legacy->dead) return known();
+  const bool batch_full = legacy->misses_since_marker >= kAnchorBatchMisses ||
+                          legacy->missed_bytes_since_marker >= kAnchorBatchBytes;
+  if (mode != Anchor::force && !batch_full) {
+    if (mode == Anchor::miss) {
+      ++legacy->misses_since_marker;
+      legacy->missed_bytes_since_marker += bytes;
+    }
+    return known();
+  }
   poll_marker_locked(legacy);
   record_marker_locked(legacy);  // on failure the frees after the last marker stay out of reach
   return known();

@@ -58,8 +58,12 @@ struct alignas(64) StreamState {  // the tick is read by every free on the strea
   bool dead = false;
   std::uint64_t final_tick = 0;  // once dead: the tick of its last frees
   // Its frees up to here precede a marker of streampool's in it. Written under the tracker's
-  // mutex; the legacy stream's allocation fast path reads it without (needs_anchor).
+  // mutex; the legacy stream's allocation path reads it without (Engine::allocate_on_legacy).
   std::atomic<std::uint64_t> anchored{0};
+  // The legacy stream's allocations since its last marker that took other memory because its own
+  // frees waited for one, and their bytes (HappensBefore::anchor_own_frees batches its markers by them).
+  std::uint32_t misses_since_marker = 0;
+  std::uint64_t missed_bytes_since_marker = 0;
   Clock clock;  // ticks of other streams this stream is ordered after
   struct PendingMarker {
     Marker marker;
@@ -156,19 +160,28 @@ class HappensBefore {
   // follows the kernel that last used the memory. Under streampool it follows only the legacy
   // stream's earlier real work, which may precede that kernel: a block handed out again on the
   // legacy stream from a free no marker follows, then used on a blocking stream, runs at once with
-  // its previous owner's kernel. So before the legacy stream reuses such a free, a marker goes into
-  // it (one covers every free before it), wherever a blocking stream may exist.
-  // Whether handing out `freed` (a cache entry of `stream`'s) needs anchor_own_frees first.
-  bool needs_anchor(const StreamState* stream, std::uint64_t tick) const noexcept {
-    if (stream->kind != StreamKind::legacy_default) [[likely]] return false;
-    if (tick <= stream->anchored.load(std::memory_order_acquire)) return false;
+  // its previous owner's kernel. So the legacy stream hands out again only its frees that a marker
+  // of its own follows (one covers every free before it), wherever a blocking stream may exist.
+  // Markers come in batches: until kAnchorBatchMisses allocations (or kAnchorBatchBytes bytes of
+  // them) took other memory because the frees they could have reused waited for a marker, the
+  // legacy stream takes other memory (its frees a marker already follows, or new memory); then one
+  // marker covers every free so far. A loop of pairs records one marker per batch, not one per
+  // pair, and holds at most a batch of memory more.
+  static constexpr std::uint32_t kAnchorBatchMisses = 8;
+  static constexpr std::uint64_t kAnchorBatchBytes = std::uint64_t{8} << 20;
+  // Whether a blocking stream may exist (Ordering::implicit_partners): only then does the legacy
+  // stream's reuse of its own frees need a marker.
+  bool implicit_partners_possible() const noexcept {
     return partners_ == nullptr || partners_->load(std::memory_order_relaxed);
   }
-  // Records a marker in `legacy` covering its frees so far where one is needed. Returns the tick
-  // up to which its own frees may be handed out again on it now: UINT64_MAX where no blocking
-  // stream can exist; else the frees a marker follows or that are known complete (all of them,
-  // unless the marker could not be recorded).
-  std::uint64_t anchor_own_frees(StreamState* legacy);
+  // The tick up to which the legacy stream's own frees may be handed out again on it now:
+  // UINT64_MAX where no blocking stream can exist; else the frees a marker follows or that are
+  // known complete. First records a marker covering every free so far where frees wait for one
+  // and the batch is full (look), or counts `bytes` as a miss into the batch (miss: the caller is
+  // about to take other memory), or in any case (force: the pool can give nothing else); unless no
+  // marker can be recorded.
+  enum class Anchor { look, miss, force };
+  std::uint64_t anchor_own_frees(StreamState* legacy, Anchor mode, std::uint64_t bytes = 0);
 
   // Changes whenever completion knowledge grows (host synchronisation, a marker seen complete).
   std::uint64_t completion_version() const noexcept { return completion_version_.load(std::memory_order_acquire); }

@@ -168,7 +168,9 @@ Status Pool::reuse_or_grow_locked(PoolStream& requester, std::size_t placed, std
   if (fit) {
     index.take_span(fit->address, placed);
     *address = fit->address;
-    refill_cache_locked(requester, placed);
+    // Not for a requester whose own frees wait for a marker (the legacy stream's batches): fresh
+    // blocks in its cache would serve it instead, and the batch would never fill.
+    if (own_bound == UINT64_MAX) refill_cache_locked(requester, placed);
     return Status::success;
   }
 

@@ -39,14 +39,15 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
       : stream(owner), legacy(owner->kind == StreamKind::legacy_default) {}
 
   // All under `lock`.
-  // Takes the newest entry of exactly `bytes`: its address (0: none) and tick, in two registers.
+  // Takes the newest entry of exactly `bytes` whose tick is at most `max_tick` (fresh entries carry
+  // tick 0): its address (0: none) and tick, in two registers.
   struct Taken {
     std::uintptr_t address = 0;
     std::uint64_t tick = 0;
   };
-  Taken take_exact(std::size_t bytes) noexcept {
+  Taken take_exact(std::size_t bytes, std::uint64_t max_tick = UINT64_MAX) noexcept {
     for (std::size_t i = cache_count; i-- > 0;) {
-      if (cache[i].bytes == bytes) {
+      if (cache[i].bytes == bytes && cache[i].tick <= max_tick) {
         const Taken taken{cache[i].address, cache[i].tick};
         remove_at(i);
         return taken;
@@ -81,7 +82,7 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
   SpinLock lock;
   StreamState* const stream;
   // The legacy default stream's share: its own frees may need a marker before they are handed
-  // out again (HappensBefore::needs_anchor). Here, on the fast path's line, not behind `stream`.
+  // out again (HappensBefore::anchor_own_frees). Here, on the fast path's line, not behind `stream`.
   const bool legacy;
   UsageShard* usage = nullptr;  // set by the pool; guarded by `lock`
   std::array<CachedFree, kCacheEntries> cache{};

@@ -35,10 +35,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
+#include "core/happens_before.hpp"
 #include "engine_fixture.hpp"
 #include "model/gpu_model.hpp"
 #include "model/random_program.hpp"
@@ -403,19 +406,44 @@ TEST_F(ModelCheckFindings, SynchronizingTheLegacyStreamDoesNotCompleteLaterBlock
 // streampool they enqueue nothing, and the use followed only the legacy stream's earlier work. The
 // legacy stream now takes a marker (which follows the kernel) before it hands such memory out.
 TEST_F(ModelCheckFindings, TheLegacyStreamReusesItsOwnFreeOnlyBehindAMarkerThatFollowsTheFirstOwner) {
-  const std::uintptr_t first = alloc(pool, 1 * MiB, kLegacy);
+  // A pool of one block: the legacy stream can only take its free again, so it marks it first.
+  core::PoolProps props;
+  props.max_size = 32 * MiB;
+  core::Pool* capped = make_pool(props);
+  const std::uintptr_t first = alloc(capped, 32 * MiB, kLegacy);
   ordering.enqueue_work(kStream1);  // a long kernel on a blocking stream uses it
   free(first, kLegacy);             // ordered after the kernel by the legacy stream's implicit order
   const std::size_t records_before = ordering.records();
-  const std::uintptr_t second = alloc(pool, 1 * MiB, kLegacy);
+  const std::uintptr_t second = alloc(capped, 32 * MiB, kLegacy);
   ASSERT_EQ(second, first) << "the legacy stream reuses its own free";
   EXPECT_EQ(ordering.records(), records_before + 1)
       << "handed out again with no real operation of the legacy stream after the kernel";
-  // One marker covers every free before it: the next pair needs one again, not one per block.
   free(second, kLegacy);
-  const std::uintptr_t third = alloc(pool, 1 * MiB, kLegacy);
-  EXPECT_EQ(third, first);
-  EXPECT_EQ(ordering.records(), records_before + 2);
+}
+
+// Where the pool may grow, the legacy stream takes other memory until a batch of its frees waits
+// for a marker, then marks them all at once: a loop of pairs, each block used by a blocking
+// stream's kernel, takes one marker per batch, holds a batch of blocks, and never hands out a free
+// that no marker recorded after it covers.
+TEST_F(ModelCheckFindings, TheLegacyStreamMarksItsFreesInBatchesAndReusesOnlyMarkedOnes) {
+  constexpr int kPairs = 64;
+  std::map<std::uintptr_t, std::size_t> records_at_free;  // the records made before each block's last free
+  std::set<std::uintptr_t> blocks;
+  const std::size_t records_before = ordering.records();
+  for (int i = 0; i < kPairs; ++i) {
+    const std::uintptr_t block = alloc(pool, 1 * MiB, kLegacy);
+    blocks.insert(block);
+    if (auto it = records_at_free.find(block); it != records_at_free.end()) {
+      EXPECT_GT(ordering.records(), it->second) << "pair " << i << ": reused with no marker after its free";
+    }
+    ordering.enqueue_work(kStream1);  // the block's use
+    free(block, kLegacy);
+    records_at_free[block] = ordering.records();
+  }
+  const std::size_t markers = ordering.records() - records_before;
+  EXPECT_GE(markers, 1u);
+  EXPECT_LE(markers, kPairs / core::HappensBefore::kAnchorBatchMisses + 1);
+  EXPECT_LE(blocks.size(), core::HappensBefore::kAnchorBatchMisses + 1);
 }
 
 // Where no blocking stream can exist (none created, no per-thread default stream seen), the legacy
