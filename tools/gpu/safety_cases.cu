@@ -149,45 +149,64 @@ void* free_behind_use(cudaStream_t freer, cudaStream_t user, Sleeper* sleeper) {
   return block;
 }
 
-// The legacy stream takes its own free (made behind a blocking stream's use) again; the program
-// frees that block, unused, on a second blocking stream (ordered after the legacy allocation by
-// the implicit order) and allocates the size there. The second stream's work must not run on the
-// memory before the use ends.
-void legacy_reuse_leaves(const char* name) {
-  cudaStream_t user, second;
-  expect_ok(cudaStreamCreate(&user), "stream");
-  expect_ok(cudaStreamCreate(&second), "stream");
-  Sleeper sleeper;
-  void* old_block = free_behind_use(cudaStreamLegacy, user, &sleeper);
+// A pool of one 32 MiB block: a stream that allocates that size again can only take its own free
+// (streampool's legacy stream otherwise takes other memory until a batch of its frees waits for a
+// marker, and would then not reuse at all in these cases).
+constexpr size_t kOneBlock = size_t{32} << 20;
+cudaMemPool_t one_block_pool() {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  props.maxSize = kOneBlock;
+  cudaMemPool_t pool = nullptr;
+  expect_ok(cudaMemPoolCreate(&pool, &props), "pool");
+  return pool;
+}
+
+// The legacy stream frees a block of `pool` behind a sleeper on `user` (the implicit order alone)
+// and takes the size again: returns that block; *old_block is the one it freed.
+void* legacy_takes_again(cudaMemPool_t pool, cudaStream_t user, Sleeper* sleeper, void** old_block) {
+  expect_ok(cudaMallocFromPoolAsync(old_block, kOneBlock, pool, cudaStreamLegacy), "malloc");
+  expect_ok(cudaStreamSynchronize(cudaStreamLegacy), "sync-freer");
+  expect_ok(cudaLaunchHostFunc(user, sleep_then_finish, sleeper), "hostfunc");  // the last use
+  expect_ok(cudaFreeAsync(*old_block, cudaStreamLegacy), "free");
   void* again = nullptr;
-  expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
-  expect_ok(cudaFreeAsync(again, second), "free-second");
-  bool reused = false;
-  const int violations = checked_allocation(second, old_block, &sleeper, &reused);
-  cudaStreamDestroy(user);
-  cudaStreamDestroy(second);
-  report(name, violations, reused);
+  expect_ok(cudaMallocFromPoolAsync(&again, kOneBlock, pool, cudaStreamLegacy), "malloc-legacy");
+  return again;
+}
+
+// A check host function on `stream`, then everything done: 1 if it ran before the sleeper ended.
+int checked_work(cudaStream_t stream, Sleeper* sleeper) {
+  Check check;
+  check.sleeper = sleeper;
+  expect_ok(cudaLaunchHostFunc(stream, check_finished, &check), "check");
+  expect_ok(cudaDeviceSynchronize(), "devsync");
+  return check.saw_done.load() == 0 ? 1 : 0;
 }
 
 // The legacy stream takes its own free (made behind a blocking stream's use) again; the program
-// uses that block on a second blocking stream, which the implicit order puts after the legacy
-// allocation. The use must not run before the first use ends.
-void legacy_reuse_used(const char* name) {
+// either frees that block, unused, on a second blocking stream (ordered after the legacy
+// allocation by the implicit order) and allocates the size there (`leaves`), or uses it there.
+// The second stream's work must not run on the memory before the use ends.
+void legacy_reuse(const char* name, bool leaves) {
   cudaStream_t user, second;
   expect_ok(cudaStreamCreate(&user), "stream");
   expect_ok(cudaStreamCreate(&second), "stream");
+  cudaMemPool_t pool = one_block_pool();
   Sleeper sleeper;
-  void* old_block = free_behind_use(cudaStreamLegacy, user, &sleeper);
-  void* again = nullptr;
-  expect_ok(cudaMallocAsync(&again, kBytes, cudaStreamLegacy), "malloc-legacy");
-  Check check;
-  check.sleeper = &sleeper;
-  expect_ok(cudaLaunchHostFunc(second, check_finished, &check), "check");
-  expect_ok(cudaDeviceSynchronize(), "devsync");
-  const bool reused = again == old_block;
-  const int violations = reused && check.saw_done.load() == 0 ? 1 : 0;
-  expect_ok(cudaFreeAsync(again, cudaStreamLegacy), "free-again");
+  void* old_block = nullptr;
+  void* block = legacy_takes_again(pool, user, &sleeper, &old_block);
+  bool reused = block == old_block;
+  if (leaves) {
+    expect_ok(cudaFreeAsync(block, second), "free-second");
+    expect_ok(cudaMallocFromPoolAsync(&block, kOneBlock, pool, second), "malloc-second");
+    reused = block == old_block;
+  }
+  const int violations = checked_work(second, &sleeper) != 0 && reused ? 1 : 0;
+  expect_ok(cudaFreeAsync(block, second), "free-block");
   expect_ok(cudaDeviceSynchronize(), "devsync2");
+  cudaMemPoolDestroy(pool);
   cudaStreamDestroy(user);
   cudaStreamDestroy(second);
   report(name, violations, reused);
@@ -342,8 +361,8 @@ int main() {
   other_context_sync("created-context_ctx-synchronize-v2", true);
   record_query_race("record-query-race", 20);
   implicit_free("blocking-use_legacy-free_legacy-synchronize");
-  legacy_reuse_leaves("blocking-use_legacy-free_legacy-realloc_blocking-free_blocking-alloc");
-  legacy_reuse_used("blocking-use_legacy-free_legacy-realloc_blocking-use");
+  legacy_reuse("blocking-use_legacy-free_legacy-realloc_blocking-free_blocking-alloc", true);
+  legacy_reuse("blocking-use_legacy-free_legacy-realloc_blocking-use", false);
   legacy_query_probe(false);
   legacy_query_probe(true);
   blocking_reuse_query("legacy-use_blocking-free_blocking-realloc_blocking-query");
