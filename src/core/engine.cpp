@@ -129,7 +129,7 @@ Status Engine::allocate(Pool* pool, std::size_t bytes, StreamKey stream, void** 
   const std::size_t placed = round_up(bytes, kPlacementBytes);
   PoolStream* share = state_->share_for(pool, stream);
   // The legacy stream, where a blocking stream may exist, reuses only frees a marker follows.
-  if (share->legacy && state_->order.implicit_partners_possible()) [[unlikely]] {
+  if (share->legacy() && state_->order.implicit_partners_possible()) [[unlikely]] {
     return allocate_on_legacy(pool, *share, placed, bytes, out);
   }
   share->lock.lock();  // nothing below throws before the unlock
@@ -179,7 +179,7 @@ Status Engine::allocate_slow(Pool* pool, PoolStream& share, std::size_t placed, 
   // The legacy stream reuses only its frees that a marker follows (HappensBefore::anchor_own_frees);
   // where the pool can give nothing else, it marks the rest rather than fail.
   std::uint64_t own_bound =
-      share.legacy ? state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::miss, placed) : UINT64_MAX;
+      share.legacy() ? state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::miss, placed) : UINT64_MAX;
   Status status = pool->allocate_slow(share, placed, &address, own_bound);
   if (status == Status::out_of_memory && own_bound != UINT64_MAX) {
     const std::uint64_t forced = state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::force);

@@ -35,8 +35,11 @@ struct CachedFree {
 struct alignas(64) PoolStream {  // its own cache lines: written by its stream's thread only
   static constexpr std::size_t kCacheEntries = 8;
 
-  explicit PoolStream(StreamState* owner)
-      : stream(owner), legacy(owner->kind == StreamKind::legacy_default) {}
+  explicit PoolStream(StreamState* owner) : stream(owner) {}
+  // The legacy default stream's share: its own frees may need a marker before they are handed
+  // out again (HappensBefore::anchor_own_frees). Read from the stream each time: a share passes
+  // with its slot to whatever stream reclaims the slot (HappensBefore::reclaim_slot_locked).
+  bool legacy() const noexcept { return stream->kind == StreamKind::legacy_default; }
 
   // All under `lock`.
   // Takes the newest entry of exactly `bytes` whose tick is at most `max_tick` (fresh entries carry
@@ -81,9 +84,6 @@ struct alignas(64) PoolStream {  // its own cache lines: written by its stream's
 
   SpinLock lock;
   StreamState* const stream;
-  // The legacy default stream's share: its own frees may need a marker before they are handed
-  // out again (HappensBefore::anchor_own_frees). Here, on the fast path's line, not behind `stream`.
-  const bool legacy;
   UsageShard* usage = nullptr;  // set by the pool; guarded by `lock`
   std::array<CachedFree, kCacheEntries> cache{};
   std::size_t cache_count = 0;

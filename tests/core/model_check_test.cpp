@@ -421,6 +421,26 @@ TEST_F(ModelCheckFindings, TheLegacyStreamReusesItsOwnFreeOnlyBehindAMarkerThatF
   free(second, kLegacy);
 }
 
+// Found by the model check (seed 23913): a stream slot that ended with its frees complete serves
+// the next stream seen, with its shares of pools. A legacy stream that took over a non-blocking
+// stream's slot must still mark its frees before it takes them again.
+TEST_F(ModelCheckFindings, ALegacyStreamOnAReclaimedSlotStillMarksItsFreesBeforeReusingThem) {
+  core::PoolProps props;
+  props.max_size = 32 * MiB;
+  core::Pool* capped = make_pool(props);
+  free(alloc(capped, 32 * MiB, kStream2), kStream2);  // the non-blocking stream's share of the pool
+  engine.stream_destroyed(kStream2);
+  engine.commit(engine.ticket_for_all(true));  // its frees complete: its slot may be reclaimed
+  const std::uintptr_t first = alloc(capped, 32 * MiB, kLegacy);  // the legacy stream, seen now
+  ordering.enqueue_work(kStream1);
+  free(first, kLegacy);
+  const std::size_t records_before = ordering.records();
+  const std::uintptr_t second = alloc(capped, 32 * MiB, kLegacy);
+  ASSERT_EQ(second, first);
+  EXPECT_EQ(ordering.records(), records_before + 1) << "taken again with no marker after the kernel";
+  free(second, kLegacy);
+}
+
 // Where the pool may grow, the legacy stream takes other memory until a batch of its frees waits
 // for a marker, then marks them all at once: a loop of pairs, each block used by a blocking
 // stream's kernel, takes one marker per batch, holds a batch of blocks, and never hands out a free
