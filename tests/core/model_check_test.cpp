@@ -466,6 +466,22 @@ TEST_F(ModelCheckFindings, TheLegacyStreamMarksItsFreesInBatchesAndReusesOnlyMar
   EXPECT_LE(blocks.size(), core::HappensBefore::kAnchorBatchMisses + 1);
 }
 
+// A block the legacy stream took again behind its marker carries no debt: freed on a blocking
+// stream, it needs no wait (that stream's later work follows the marker by the implicit order).
+TEST_F(ModelCheckFindings, AMarkedLegacyReuseFreedOnABlockingStreamNeedsNoWait) {
+  ordering.set_kind(kStream3, core::StreamKind::blocking);
+  core::PoolProps props;
+  props.max_size = 32 * MiB;
+  core::Pool* capped = make_pool(props);
+  const std::uintptr_t first = alloc(capped, 32 * MiB, kLegacy);
+  ordering.enqueue_work(kStream1);  // the marker stays pending behind this kernel
+  free(first, kLegacy);
+  const std::uintptr_t second = alloc(capped, 32 * MiB, kLegacy);  // marked: the pool has nothing else
+  ASSERT_EQ(second, first);
+  free(second, kStream3);
+  EXPECT_EQ(ordering.waits_by(kStream3), 0u);
+}
+
 // Where no blocking stream can exist (none created, no per-thread default stream seen), the legacy
 // stream's implicit order binds nothing: its pairs take no marker.
 TEST_F(ModelCheckFindings, WithoutBlockingStreamsTheLegacyStreamReusesItsFreesWithNoMarker) {

@@ -3,6 +3,7 @@
 // (fork + exec of this program), is the importer. The pool's descriptor and the export data go to
 // the child over a unix socket (SCM_RIGHTS), and the child's findings come back the same way.
 // The fake driver's VMM memory is memfd-backed, so both processes see the same bytes.
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -171,6 +172,35 @@ TEST_F(IpcHooks, DeviceReportsPosixFileDescriptorPoolHandles) {
   ASSERT_EQ(SP(cuDeviceGetAttribute)(&handle_types, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, device),
             CUDA_SUCCESS);
   EXPECT_EQ(handle_types, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+}
+
+// Descriptor 0 is a descriptor like any other: a program that closed its standard input gets it
+// for the export's socket or for the handle it is given, and the pool's end still shuts the socket.
+TEST_F(IpcHooks, AnExportWorksWhereDescriptorZeroIsFree) {
+  const int saved_stdin = dup(0);
+  ASSERT_GE(saved_stdin, 0);
+  CUmemoryPool first = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  close(0);
+  const int served = export_pool(first);  // the service's socket takes descriptor 0
+  EXPECT_GT(served, 0);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(first), CUDA_SUCCESS);
+  pollfd shut{served, POLLIN, 0};
+  EXPECT_EQ(poll(&shut, 1, 5000), 1) << "the pool's end left its service socket open";
+  close(served);
+
+  ASSERT_EQ(dup2(saved_stdin, 0), 0);
+  CUmemoryPool second = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  const int again = export_pool(second);  // serving now, on descriptors above 0
+  close(0);
+  int handle = -1;
+  EXPECT_EQ(SP(cuMemPoolExportToShareableHandle)(&handle, second, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  EXPECT_EQ(handle, 0);
+  if (handle >= 0) close(handle);
+  close(again);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(second), CUDA_SUCCESS);
+  ASSERT_EQ(dup2(saved_stdin, 0), 0);
+  close(saved_stdin);
 }
 
 TEST_F(IpcHooks, ExportablePoolReportsItsHandleTypes) {
