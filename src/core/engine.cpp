@@ -157,18 +157,20 @@ Status Engine::hand_out_locked(Pool* pool, PoolStream& share, std::uintptr_t add
 // fit among its frees a marker already follows; else, once a batch of frees waits for one, a
 // marker for them all and an exact fit among them; else the slow path, which takes other memory.
 Status Engine::allocate_on_legacy(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes, void** out) {
-  std::uint64_t bound = share.stream->anchored.load(std::memory_order_acquire);
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  const auto take_marked = [&](std::uint64_t bound) {
     share.lock.lock();
     const PoolStream::Taken taken = share.take_exact(placed, bound);
-    if (taken.address != 0) return hand_out_locked(pool, share, taken.address, placed, bytes, out);
-    share.lock.unlock();
-    if (attempt == 1) break;
-    const std::uint64_t anchored = state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::look);
-    if (anchored <= bound) break;  // no new marker: nothing more in the cache is usable
-    bound = anchored;
+    if (taken.address == 0) share.lock.unlock();
+    return taken.address;
+  };
+  const std::uint64_t marked = share.stream->anchored.load(std::memory_order_acquire);
+  std::uintptr_t address = take_marked(marked);
+  if (address == 0) {
+    const std::uint64_t now_marked = state_->order.anchor_own_frees(share.stream, HappensBefore::Anchor::look);
+    if (now_marked > marked) address = take_marked(now_marked);  // else nothing more in the cache is usable
   }
-  return allocate_slow(pool, share, placed, bytes, out);
+  if (address == 0) return allocate_slow(pool, share, placed, bytes, out);
+  return hand_out_locked(pool, share, address, placed, bytes, out);  // the share's lock is held
 }
 
 // Everything but an exact hit in the stream's cache: the pool's index, growth, the other pools'

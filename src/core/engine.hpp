@@ -191,8 +191,8 @@ class Engine {
                                          void** out);
   [[gnu::noinline]] Status allocate_on_legacy(Pool* pool, PoolStream& share, std::size_t placed, std::size_t bytes,
                                               void** out);
-  [[gnu::always_inline]] inline Status hand_out_locked(Pool* pool, PoolStream& share, std::uintptr_t address, std::size_t placed, std::size_t bytes,
-                         void** out);
+  [[gnu::always_inline]] inline Status hand_out_locked(Pool* pool, PoolStream& share, std::uintptr_t address,
+                                                      std::size_t placed, std::size_t bytes, void** out);
 
   std::unique_ptr<EngineState> state_;
 };
