@@ -4,16 +4,36 @@
 // the child over a unix socket (SCM_RIGHTS), and the child's findings come back the same way.
 // The fake driver's VMM memory is memfd-backed, so both processes see the same bytes.
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <string>
 
 #include "fd_passing.hpp"
 #include "hooks_test_api.hpp"
 #include "streampool/streampool.h"
+
+// getrandom, defined by this program: it comes before libc's for the preloaded library too. Armed,
+// its next calls fail with the given errno, as a signal or a kernel without the call makes them.
+namespace ipc_test_random {
+std::atomic<int> failures{0};
+std::atomic<int> failure_errno{0};
+}  // namespace ipc_test_random
+
+extern "C" ssize_t getrandom(void* buffer, size_t length, unsigned int flags) {
+  if (ipc_test_random::failures.load() > 0) {
+    ipc_test_random::failures.fetch_sub(1);
+    errno = ipc_test_random::failure_errno.load();
+    return -1;
+  }
+  return syscall(SYS_getrandom, buffer, length, flags);
+}
 
 namespace {
 
@@ -29,6 +49,7 @@ enum ImportFlags : int {
   kCrashAfterImport = 2,    // abort() once everything is imported, freeing nothing
   kWrongHandleType = 4,     // also try the import with a handle type other than POSIX fd
   kFreeBlocking = 8,        // free with cuMemFree instead of cuMemFreeAsync
+  kOnDeviceOne = 16,        // work on device 1 alone (DISABLED_IpcImporterOnDeviceOne.Run)
 };
 
 struct Order {
@@ -56,6 +77,7 @@ struct Report {
   unsigned long long physical_imports = 0;  // the fake's cuMemImportFromShareableHandle calls
   unsigned long long mapped_after_free = 0;  // the fake's mapped bytes once every import is freed
   unsigned long long charged_with_imports = ~0ull;  // device 0's charge to the importer's cap (none)
+  int device_zero_active = -1;  // device 0's primary context, once everything is freed (kOnDeviceOne)
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -155,7 +177,8 @@ class IpcHooks : public hooks_test::DriverTest {
     const int child_end = dup(ends[1]);  // without close-on-exec: the child inherits it
     std::vector<std::string> environment = child_environment;
     environment.push_back("STREAMPOOL_TEST_IPC_SOCKET=" + std::to_string(child_end));
-    const int exit_status = hooks_test::run_child_test("DISABLED_IpcImporter.Run", environment);
+    const int exit_status = hooks_test::run_child_test(
+        (flags & kOnDeviceOne) ? "DISABLED_IpcImporterOnDeviceOne.Run" : "DISABLED_IpcImporter.Run", environment);
     close(child_end);
     close(ends[1]);
     if (status != nullptr) *status = exit_status;
@@ -303,6 +326,71 @@ TEST_F(IpcHooks, AnAllocationOverManyPhysicalAllocationsIsImportedWhole) {
   close(fd);
   EXPECT_EQ(SP(cuMemFreeAsync)(whole, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// A process that works on device 1 alone starts no context on device 0 by importing (on a GPU such
+// a context holds hundreds of MiB of device 0's memory): the importer's mappings are made in the
+// pool's device's context, here the current one. With two fake devices, which the fake reads at a
+// process's first cuInit: the exporter and its importer are children.
+TEST_F(IpcHooks, ImportingOnDeviceOneStartsNoContextOnDeviceZero) {
+  EXPECT_EQ(hooks_test::run_child_test("DISABLED_IpcExporterOnDeviceOne.Run", {"STREAMPOOL_FAKE_DEVICES=2"}), 0);
+}
+
+class DISABLED_IpcExporterOnDeviceOne : public IpcHooks {};
+
+TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
+  CUcontext one = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&one, 1), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(one), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  device = 1;
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, kMiB, 0x6b);
+  const int fd = export_pool(pool);
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x6b}, kOnDeviceOne);
+
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.device_zero_active, 0) << "the import made device 0's primary context active";
+  EXPECT_EQ(first_byte(block), 0xa0);
+  release(fd, pool, {block});
+}
+
+// An exportable pool's secret is drawn with getrandom (this program's own, below): a draw a signal
+// interrupts is made again, and a pool whose draw fails otherwise is refused, not made with a
+// secret nobody drew.
+TEST_F(IpcHooks, AnExportablePoolsSecretIsDrawnAgainAfterAnInterruptedGetrandom) {
+  ipc_test_random::failure_errno = EINTR;
+  ipc_test_random::failures = 2;
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  EXPECT_EQ(ipc_test_random::failures.load(), 0) << "the pool's creation drew no random bytes";
+  ipc_test_random::failures = 0;
+  ASSERT_NE(pool, nullptr);
+  CUdeviceptr block = allocate_filled(pool, kMiB, 0x4e);
+  const int fd = export_pool(pool);
+  Report report = run_importer(fd, {export_pointer(block)}, {0x4e}, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  release(fd, pool, {block});
+}
+
+TEST_F(IpcHooks, AnExportablePoolIsRefusedWhenGetrandomFails) {
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = device;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  ipc_test_random::failure_errno = ENOSYS;
+  ipc_test_random::failures = 1 << 20;  // every draw, as long as the test needs
+  CUmemoryPool pool = nullptr;
+  const CUresult refused = SP(cuMemPoolCreate)(&pool, &props);
+  ipc_test_random::failures = 0;
+  EXPECT_EQ(refused, CUDA_ERROR_OPERATING_SYSTEM);
+  ASSERT_EQ(SP(cuMemPoolCreate)(&pool, &props), CUDA_SUCCESS);  // nothing of the refusal stays
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
@@ -664,7 +752,7 @@ void import_everything(int socket) {
     ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     CUdeviceptr allocated = 0;
     report.allocate_from_imported = SP(cuMemAllocFromPoolAsync)(&allocated, kMiB, pool, stream);
-    report.set_as_device_pool = SP(cuDeviceSetMemPool)(0, pool);
+    if (!(order.flags & kOnDeviceOne)) report.set_as_device_pool = SP(cuDeviceSetMemPool)(0, pool);
     int exported_fd = -1;
     report.export_imported =
         SP(cuMemPoolExportToShareableHandle)(&exported_fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
@@ -700,6 +788,9 @@ void import_everything(int socket) {
     }
     EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
     report.mapped_after_free = fake_mapped_bytes();
+    unsigned int context_flags = 0;
+    int active = -1;
+    if (SP(cuDevicePrimaryCtxGetState)(0, &context_flags, &active) == CUDA_SUCCESS) report.device_zero_active = active;
     EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
   }
   ASSERT_TRUE(send_with_fd(socket, &report, sizeof report, -1));
@@ -708,6 +799,20 @@ void import_everything(int socket) {
 }  // namespace
 
 class DISABLED_IpcImporter : public hooks_test::DriverTest {};
+
+// The importer of IpcHooks.ImportingOnDeviceOneStartsNoContextOnDeviceZero: device 1's primary
+// context current, device 0's never retained.
+class DISABLED_IpcImporterOnDeviceOne : public ::testing::Test {};
+
+TEST_F(DISABLED_IpcImporterOnDeviceOne, Run) {
+  const char* socket = std::getenv("STREAMPOOL_TEST_IPC_SOCKET");
+  ASSERT_NE(socket, nullptr);
+  ASSERT_EQ(SP(cuInit)(0), CUDA_SUCCESS);
+  CUcontext one = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&one, 1), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(one), CUDA_SUCCESS);
+  import_everything(std::atoi(socket));
+}
 
 TEST_F(DISABLED_IpcImporter, Run) {
   const char* socket = std::getenv("STREAMPOOL_TEST_IPC_SOCKET");
