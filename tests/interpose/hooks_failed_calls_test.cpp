@@ -111,6 +111,45 @@ TEST_F(FailedCalls, MemFreeWhoseContextSynchronizeFailsReturnsThatErrorAndFreesN
   EXPECT_EQ(used(), 0u);
 }
 
+// The synchronize cuMemFree makes proves every stream of the context done: another stream's
+// free behind it is then reusable elsewhere with no marker.
+TEST_F(FailedCalls, MemFreeProvesTheContextsOtherFreesCompleteThroughItsSynchronize) {
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&freed, kMiB, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(freed, stream), CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+  CUdeviceptr taken[2] = {};
+  for (CUdeviceptr& each : taken) ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&each, kMiB, pool, other), CUDA_SUCCESS);
+
+  EXPECT_EQ(taken[0], block);  // the lower address first
+  EXPECT_EQ(taken[1], freed);
+  for (CUdeviceptr each : taken) EXPECT_EQ(SP(cuMemFreeAsync)(each, other), CUDA_SUCCESS);
+}
+
+// ... and one whose synchronize failed proves nothing: the free behind still-running work stays
+// its stream's.
+TEST_F(FailedCalls, MemFreeWhoseSynchronizeFailsProvesNoOtherFreeComplete) {
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&freed, kMiB, pool, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuLaunchHostFunc)(stream, wait_for_gate, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(freed, stream), CUDA_SUCCESS);
+  fail_call("cuCtxSynchronize", 1, CUDA_ERROR_LAUNCH_FAILED);
+
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_ERROR_LAUNCH_FAILED);
+  CUdeviceptr taken = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&taken, kMiB, pool, other), CUDA_SUCCESS);
+
+  EXPECT_EQ(injected("cuCtxSynchronize"), 1u);
+  EXPECT_NE(taken, freed) << "a failed synchronize handed over memory the stream's work may still use";
+  EXPECT_EQ(SP(cuMemFreeAsync)(taken, other), CUDA_SUCCESS);
+  gate.store(true);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFree_v2)(block), CUDA_SUCCESS);
+}
+
 TEST_F(FailedCalls, MemFreeAfterTheDriverIsDeinitializedAnswersSuccessAndFreesNothing) {
   CUdeviceptr block = 0;
   ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&block, kMiB, pool, stream), CUDA_SUCCESS);
