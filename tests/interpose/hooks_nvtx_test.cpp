@@ -88,6 +88,16 @@ bool unregistered(const std::vector<Event>& list, CUdeviceptr address) {
                      [&](const Event& event) { return event.kind == kRegionUnregister && event.address == address; });
 }
 
+// Whether the last region event at `address` registers it: the region is still described.
+bool still_registered(const std::vector<Event>& list, CUdeviceptr address) {
+  bool live = false;
+  for (const Event& event : list) {
+    if (event.kind == kRegionRegister && event.address == address) live = true;
+    if (event.kind == kRegionUnregister && event.address == address) live = false;
+  }
+  return live;
+}
+
 // Region registrations and unregistrations alone (a synchronisation may also trim, which
 // unregisters heaps).
 std::vector<Event> region_events(const std::vector<Event>& list) {
@@ -223,6 +233,7 @@ TEST_F(NvtxRegistration, AllocFromPoolAndCuMemFreeOfAPoolBlockRegisterAndUnregis
   ASSERT_EQ(SP(cuMemFree_v2)(pointer), CUDA_SUCCESS);
 
   EXPECT_TRUE(unregistered(events_since(mark), pointer));
+  EXPECT_FALSE(still_registered(events_since(mark), pointer)) << "a freed block is described as allocated again";
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
