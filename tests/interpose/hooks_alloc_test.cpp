@@ -1,5 +1,7 @@
 // The allocation hooks: served by streampool's pools, not the driver's; foreign pointers and
 // capturing streams forwarded to the real driver; bad handles answered with errors.
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "hooks_test_api.hpp"
@@ -10,6 +12,12 @@ using hooks_test::DriverTest;
 using hooks_test::fake_calls;
 
 class AllocHooks : public DriverTest {};
+
+// Host function holding its stream until the test opens the gate.
+void CUDA_CB wait_for_gate(void* data) {
+  auto* gate = static_cast<std::atomic<bool>*>(data);
+  while (!gate->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
 
 TEST_F(AllocHooks, AllocAsyncIsServedByTheDevicesCurrentStreampoolPool) {
   CUmemoryPool current = nullptr;
@@ -107,6 +115,38 @@ TEST_F(AllocHooks, PerThreadDefaultStreamKeysAreDistinctPerThread) {
   EXPECT_EQ(hooks_test::stream_key(CU_STREAM_PER_THREAD, false), here);
   EXPECT_NE(hooks_test::stream_key(nullptr, false), here);  // the legacy stream is another one
   EXPECT_EQ(hooks_test::stream_key(nullptr, false), hooks_test::stream_key(CU_STREAM_LEGACY, true));
+}
+
+// The thread's route cache keeps the legacy and the per-thread default stream of one context
+// apart however they are named (nullptr through either variant, CU_STREAM_LEGACY,
+// CU_STREAM_PER_THREAD): a legacy free routed to the per-thread stream would be proven by that
+// stream's synchronize while the legacy stream's work still uses the block.
+TEST_F(AllocHooks, TheRouteCacheKeepsTheLegacyAndThePerThreadStreamApart) {
+  std::atomic<bool> gate{false};
+  // Opens the gate in any case: a broken route must fail the test, not hang it.
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    gate.store(true);
+  });
+  CUdeviceptr warm = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&warm, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);  // its route cached first
+  CUdeviceptr used = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&used, 1 << 20, nullptr), CUDA_SUCCESS);  // the legacy stream
+  ASSERT_EQ(SP(cuLaunchHostFunc)(CU_STREAM_LEGACY, wait_for_gate, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(used, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);  // nothing of the legacy stream's
+
+  CUdeviceptr taken = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&taken, 1 << 20, stream), CUDA_SUCCESS);
+
+  EXPECT_NE(taken, used) << "the legacy stream's free was handed over while its work still ran";
+  EXPECT_FALSE(gate.load()) << "the test waited for the legacy stream's work";
+  opener.join();
+  EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_LEGACY), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFreeAsync)(taken, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFreeAsync)(warm, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
 }
 
 TEST_F(AllocHooks, DefaultStreamsAllocateAndFree) {
