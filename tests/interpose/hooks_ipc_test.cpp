@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <filesystem>
+#include <thread>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -100,6 +103,23 @@ unsigned long long fake_mapped_bytes() {
 }
 
 
+
+// How many descriptors this process has open.
+size_t open_descriptors() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++count;
+  return count;
+}
+
+// Waits up to two seconds for `done` (a pool's end may finish on its service thread).
+template <class Condition>
+bool eventually(Condition done) {
+  for (int tries = 0; tries < 200; ++tries) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
 
 class IpcHooks : public hooks_test::DriverTest {
  protected:
@@ -212,6 +232,7 @@ TEST_F(IpcHooks, AnExportWorksWhereDescriptorZeroIsFree) {
   // At once: the service thread's own wake-up (a 1 s timeout) is not what ends it.
   EXPECT_EQ(poll(&shut, 1, 200), 1) << "the pool's end left its service socket open";
   close(served);
+  EXPECT_TRUE(eventually([] { return fcntl(0, F_GETFD) == -1; })) << "the pool's end left descriptor 0 open";
 
   ASSERT_EQ(dup2(saved_stdin, 0), 0);
   CUmemoryPool second = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
@@ -226,6 +247,18 @@ TEST_F(IpcHooks, AnExportWorksWhereDescriptorZeroIsFree) {
   EXPECT_EQ(SP(cuMemPoolDestroy)(second), CUDA_SUCCESS);
   ASSERT_EQ(dup2(saved_stdin, 0), 0);
   close(saved_stdin);
+}
+
+// An exportable pool's sockets end with it: pools that come and go hold no descriptors.
+TEST_F(IpcHooks, ADestroyedExportablePoolLeavesNoDescriptorOpen) {
+  const size_t before = open_descriptors();
+  for (int round = 0; round < 3; ++round) {
+    CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    close(export_pool(pool));
+    EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+  }
+  EXPECT_TRUE(eventually([&] { return open_descriptors() == before; }))
+      << open_descriptors() - before << " descriptors more than before";
 }
 
 TEST_F(IpcHooks, ExportablePoolReportsItsHandleTypes) {
