@@ -104,6 +104,32 @@ TEST_F(Tracking, ReuseThroughTheLegacyStreamsImplicitOrderPutsARealWaitIntoTheAl
   EXPECT_EQ(ordering.waits_by(kStream1), 1u);  // so a synchronize of s1 waits for the legacy kernel
 }
 
+// The implicit order reaches one level further, through what its partner waited for: a blocking
+// stream's later work follows everything the legacy stream's queued work follows, its waits on
+// other streams included, and the other way round. The reuse still becomes one real wait, on a
+// marker of the partner.
+TEST_F(Tracking, ABlockingStreamReusesAFreeTheLegacyStreamWaitedForThroughTheImplicitOrder) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  ordering.set_kind(kStream2, StreamKind::non_blocking);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream2);
+  engine.event_recorded(kEvent, kStream2);
+  engine.stream_waited(kLegacy, kEvent);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream1), block);
+  EXPECT_EQ(ordering.waits_by(kStream1), 1u);
+}
+
+TEST_F(Tracking, TheLegacyStreamReusesAFreeABlockingStreamWaitedForThroughTheImplicitOrder) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  ordering.set_kind(kStream2, StreamKind::non_blocking);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream2);
+  engine.event_recorded(kEvent, kStream2);
+  engine.stream_waited(kStream1, kEvent);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kLegacy), block);
+  EXPECT_EQ(ordering.waits_by(kLegacy), 1u);
+}
+
 // The legacy stream stays its group's partner when another of the group's streams ends.
 TEST_F(Tracking, AfterABlockingStreamEndsAnotherStillReusesALegacyFreeThroughTheImplicitOrder) {
   core::Pool* pool = pool_with_max_threshold();
