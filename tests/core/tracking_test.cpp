@@ -257,6 +257,23 @@ TEST_F(Tracking, AContextSynchronizeCoversOnlyItsOwnStreams) {
   EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
 }
 
+// A context's synchronize completes its streams and so everything they waited for, in other
+// contexts too: a free on another context's stream that one of them waited for is then reusable.
+TEST_F(Tracking, AContextSynchronizeCompletesWhatItsStreamsWaitedForInAnotherContext) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kStream1, StreamKind::non_blocking, /*group=*/1);
+  ordering.set_kind(kStream2, StreamKind::non_blocking, /*group=*/2);
+  ordering.set_kind(kStream3, StreamKind::non_blocking, /*group=*/2);
+  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream1);
+  engine.event_recorded(kEvent, kStream1);
+  engine.stream_waited(kStream2, kEvent);  // context 2's stream waits for context 1's free
+  core::SyncTicket synchronized = engine.ticket_for_group(2, true);
+  ordering.complete(kStream2);
+  engine.commit(synchronized);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream3), block);
+  EXPECT_EQ(ordering.waits_by(kStream3), 0u);
+}
+
 }  // namespace
 }  // namespace streampool::testing
 
