@@ -7,6 +7,10 @@
 
 #include <atomic>
 
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
 #include "hooks_test_api.hpp"
 
 namespace {
@@ -47,6 +51,27 @@ class CaptureHooks : public hooks_test::DriverTest {
   CUevent fork = nullptr;
   CUevent join = nullptr;
 };
+
+// Two captures at once: the end of one leaves the other counted, so that streampool's markers
+// still ask the driver about it; the end of both leaves none (the stats report's count).
+TEST_F(CaptureHooks, EachCapturesEndLowersTheCountOfCapturesInProgressByOne) {
+  const auto counted = [] {
+    const std::string report = hooks_test::stats_report();
+    const size_t at = report.find("\"captures_in_progress\":");
+    return at == std::string::npos ? -1L : std::atol(report.c_str() + at + std::strlen("\"captures_in_progress\":"));
+  };
+  ASSERT_EQ(counted(), 0);
+  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(stream, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamBeginCapture_v2)(other, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+  EXPECT_EQ(counted(), 2);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(SP(cuStreamEndCapture)(stream, &graph), CUDA_SUCCESS);
+  SP(cuGraphDestroy)(graph);
+  EXPECT_EQ(counted(), 1) << "the other capture no longer counted";
+  ASSERT_EQ(SP(cuStreamEndCapture)(other, &graph), CUDA_SUCCESS);
+  SP(cuGraphDestroy)(graph);
+  EXPECT_EQ(counted(), 0);
+}
 
 TEST_F(CaptureHooks, AForkJoinCaptureSurvivesTheRecordAndWaitHooks) {
   EXPECT_EQ(fork_join_capture(stream), CUDA_SUCCESS);
