@@ -1,6 +1,10 @@
 // Every context path works under streampool as on the driver alone, and the tracking follows
 // contexts that end: created contexts (cuCtxCreate v2/v3/v4, NULL params), destroy, push/pop,
 // primary retain / release / reset, and use after a reset.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "hooks_test_api.hpp"
 
 namespace {
@@ -73,6 +77,73 @@ TEST_F(ContextHooks, ContextsEndingWithTheirStreamsHoldAConstantNumberOfStreamSl
 
   EXPECT_EQ(after_many_rounds, after_first_round);
   ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+}
+
+// A thread's per-thread default stream ends with the thread: threads that come and go, each
+// allocating on its own per-thread stream, hold no slots once they are gone.
+TEST_F(ContextHooks, ThreadsThatUsedTheirPerThreadStreamLeaveNoStreamSlotsBehind) {
+  auto stream_slots = reinterpret_cast<int (*)(size_t*)>(hooks_test::streampool_symbol("streampool_debug_stream_slots"));
+  ASSERT_NE(stream_slots, nullptr);
+  const auto one_thread = [&] {
+    std::thread worker([&] {
+      ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+      EXPECT_NE(alloc_free(CU_STREAM_PER_THREAD), 0u);
+      EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    });
+    worker.join();
+  };
+  one_thread();
+  size_t after_first = 0;
+  ASSERT_EQ(stream_slots(&after_first), CUDA_SUCCESS);
+  for (int round = 0; round < 20; ++round) one_thread();
+  size_t after_many = 0;
+  ASSERT_EQ(stream_slots(&after_many), CUDA_SUCCESS);
+  // An ended stream's slot serves the next stream once its marker is known complete: one more
+  // slot while the last thread's marker is still out.
+  EXPECT_LE(after_many, after_first + 1);
+}
+
+// A thread that exits ends its per-thread stream in the tracking, though that stream's work may
+// still run: a later thread whose per-thread stream gets the same key (its thread-local storage
+// at the same address) is another stream, and does not take the first one's pending free as
+// its own.
+TEST_F(ContextHooks, AnExitedThreadsPendingPerThreadFreeIsNotTheNextThreadsOwn) {
+  std::atomic<bool> gate{false};
+  std::thread opener([&] {  // a broken rule must fail the test, not hang it
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    gate.store(true);
+  });
+  std::uintptr_t first_key = 0;
+  CUdeviceptr pending = 0;
+  std::thread first([&] {
+    ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+    first_key = hooks_test::stream_key(CU_STREAM_PER_THREAD, false);
+    ASSERT_EQ(SP(cuMemAllocAsync)(&pending, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuLaunchHostFunc)(CU_STREAM_PER_THREAD, [](void* data) {
+      auto* open = static_cast<std::atomic<bool>*>(data);
+      while (!open->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }, &gate), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuMemFreeAsync)(pending, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  });
+  first.join();
+  bool same_key_seen = false;
+  for (int attempt = 0; attempt < 8 && !same_key_seen; ++attempt) {
+    std::thread next([&] {
+      ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+      if (hooks_test::stream_key(CU_STREAM_PER_THREAD, false) != first_key) return;
+      same_key_seen = true;
+      CUdeviceptr taken = 0;
+      ASSERT_EQ(SP(cuMemAllocAsync)(&taken, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+      EXPECT_NE(taken, pending) << "the exited thread's free, its work still running, was taken as this stream's";
+      EXPECT_FALSE(gate.load()) << "the allocation waited for the other stream's work";
+      EXPECT_EQ(SP(cuMemFreeAsync)(taken, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+      EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    });
+    next.join();
+  }
+  opener.join();
+  EXPECT_TRUE(same_key_seen) << "no later thread's per-thread stream had the exited one's key";
+  EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
 }
 
 TEST_F(ContextHooks, PushAndPopNameTheRightDefaultStream) {
