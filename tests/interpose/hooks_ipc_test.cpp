@@ -80,7 +80,9 @@ struct Report {
   unsigned long long physical_imports = 0;  // the fake's cuMemImportFromShareableHandle calls
   unsigned long long mapped_after_free = 0;  // the fake's mapped bytes once every import is freed
   unsigned long long charged_with_imports = ~0ull;  // device 0's charge to the importer's cap (none)
-  int device_zero_active = -1;  // device 0's primary context, once everything is freed (kOnDeviceOne)
+  int device_zero_active = -1;
+  unsigned long long unmaps_by_free = 0;  // the fake's cuMemUnmap calls while the imports were freed
+  unsigned long long address_frees_by_free = 0;  // and its cuMemAddressFree calls  // device 0's primary context, once everything is freed (kOnDeviceOne)
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -251,7 +253,14 @@ TEST_F(IpcHooks, AnExportWorksWhereDescriptorZeroIsFree) {
 
 // An exportable pool's sockets end with it: pools that come and go hold no descriptors.
 TEST_F(IpcHooks, ADestroyedExportablePoolLeavesNoDescriptorOpen) {
-  const size_t before = open_descriptors();
+  // Earlier tests' pools close their sockets as their service threads end: count once that settled.
+  size_t before = open_descriptors();
+  for (int steady = 0, tries = 0; steady < 3 && tries < 50; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const size_t now = open_descriptors();
+    steady = now == before ? steady + 1 : 0;
+    before = now;
+  }
   for (int round = 0; round < 3; ++round) {
     CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     close(export_pool(pool));
@@ -355,6 +364,10 @@ TEST_F(IpcHooks, AnAllocationOverManyPhysicalAllocationsIsImportedWhole) {
   EXPECT_EQ(report.verified[0], 1);
   EXPECT_EQ(report.last_byte[0], 0x2a);
   EXPECT_EQ(report.physical_imports, 75u);
+  // Its free unmaps each of them and gives the reservation back (a driver may refuse to free a
+  // reservation that still has mappings: each is unmapped first).
+  EXPECT_EQ(report.unmaps_by_free, 75u);
+  EXPECT_EQ(report.address_frees_by_free, 1u);
   EXPECT_EQ(first_byte(whole), 0xa0);
   close(fd);
   EXPECT_EQ(SP(cuMemFreeAsync)(whole, stream), CUDA_SUCCESS);
@@ -814,13 +827,19 @@ void import_everything(int socket) {
     report.charged_with_imports = cap_charged(0);
     report.physical_imports = hooks_test::fake_calls("cuMemImportFromShareableHandle");
     if (order.flags & kCrashAfterImport) std::abort();
+    const unsigned long long unmaps_before = hooks_test::fake_calls("cuMemUnmap");
+    const unsigned long long address_frees_before = hooks_test::fake_calls("cuMemAddressFree");
     for (int i = 0; i < order.count; ++i) {
       if (report.import_pointer[i] != CUDA_SUCCESS) continue;
       report.free_pointer[i] = (order.flags & kFreeBlocking) ? SP(cuMemFree_v2)(imported[i])
                                                              : SP(cuMemFreeAsync)(imported[i], stream);
     }
     EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+    // A stream-ordered free unmaps on streampool's reaper thread once the stream reaches it.
+    (void)eventually([&] { return fake_mapped_bytes() == report.mapped_at_start; });
     report.mapped_after_free = fake_mapped_bytes();
+    report.unmaps_by_free = hooks_test::fake_calls("cuMemUnmap") - unmaps_before;
+    report.address_frees_by_free = hooks_test::fake_calls("cuMemAddressFree") - address_frees_before;
     unsigned int context_flags = 0;
     int active = -1;
     if (SP(cuDevicePrimaryCtxGetState)(0, &context_flags, &active) == CUDA_SUCCESS) report.device_zero_active = active;
