@@ -344,6 +344,16 @@ TEST_F(NvtxRegistration, AnImportedBlockIsARegionOfItsMappingUntilItsFree) {
   // 512-byte guard after the program's 3000 bytes (the importer cannot tell the two apart).
   EXPECT_EQ(registered_bytes_inside_heaps(after_import, imported, 3512), 3512u);
   EXPECT_TRUE(unregistered(events_since(mark), imported));
+  EXPECT_FALSE(still_registered(events_since(mark), imported));
+  // Its mapping, a heap of its own, goes too, once streampool's reaper has unmapped it.
+  const auto mapping_described = [&] {
+    for (const auto& [base, bytes] : live_heaps(events())) {
+      if (imported >= base && imported < base + bytes) return true;
+    }
+    return false;
+  };
+  for (int tries = 0; tries < 200 && mapping_described(); ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(mapping_described()) << "the unmapped import is still described as a heap";
   EXPECT_EQ(SP(cuMemFreeAsync)(block, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemPoolDestroy)(importer), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemPoolDestroy)(exporter), CUDA_SUCCESS);
