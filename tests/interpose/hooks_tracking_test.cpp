@@ -85,9 +85,16 @@ TEST_F(TrackingHooks, RecordOnAnInvalidStreamIsAnErrorNotACrash) {
   ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
   auto* bogus = reinterpret_cast<CUstream>(std::uintptr_t{0x12345});
 
+  const unsigned long long forwarded = hooks_test::fake_calls("cuEventRecord") +
+                                       hooks_test::fake_calls("cuStreamWaitEvent") + hooks_test::fake_calls("cuStreamQuery");
+
   EXPECT_EQ(SP(cuEventRecord)(event, bogus), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(SP(cuStreamWaitEvent)(bogus, event, 0), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(SP(cuStreamQuery)(bogus), CUDA_ERROR_INVALID_HANDLE);
+  // None of them reached the driver, which would dereference the handle (NVIDIA's crashes).
+  EXPECT_EQ(hooks_test::fake_calls("cuEventRecord") + hooks_test::fake_calls("cuStreamWaitEvent") +
+                hooks_test::fake_calls("cuStreamQuery"),
+            forwarded);
   EXPECT_EQ(SP(cuEventDestroy_v2)(event), CUDA_SUCCESS);
 }
 
