@@ -82,7 +82,11 @@ struct Report {
   unsigned long long charged_with_imports = ~0ull;  // device 0's charge to the importer's cap (none)
   int device_zero_active = -1;
   unsigned long long unmaps_by_free = 0;  // the fake's cuMemUnmap calls while the imports were freed
-  unsigned long long address_frees_by_free = 0;  // and its cuMemAddressFree calls  // device 0's primary context, once everything is freed (kOnDeviceOne)
+  unsigned long long address_frees_by_free = 0;  // and its cuMemAddressFree calls
+  unsigned long long descriptors_before_imports = 0;  // open in the importer once its pool is imported
+  unsigned long long descriptors_after_frees = 0;     // and once every imported pointer is freed
+  unsigned long long descriptors_at_start = 0;        // open before the pool's import (its handle closed)
+  unsigned long long descriptors_at_end = 0;          // and once the imported pool is destroyed  // device 0's primary context, once everything is freed (kOnDeviceOne)
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -440,6 +444,34 @@ TEST_F(IpcHooks, AnExportablePoolIsRefusedWhenGetrandomFails) {
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
+// An importer that closed its standard input gets descriptor 0 for the pool's handle, then for
+// the sockets of its requests: each is a descriptor like any other, and each is closed again.
+TEST_F(IpcHooks, AnImporterWithDescriptorZeroFreeImportsAndClosesWhatItOpened) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr first = allocate_filled(pool, kMiB, 0x33);
+  CUdeviceptr second = allocate_filled(pool, kMiB, 0x34);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  std::vector<unsigned char> fills = {0x33, 0x34};
+  for (const char* when : {"before", "after"}) {  // closed before the pool's handle arrives, or after
+    Report report = run_importer(fd, {export_pointer(first), export_pointer(second)}, fills, 0, &status,
+                                 {std::string("STREAMPOOL_TEST_CLOSE_STDIN=") + when});
+
+    ASSERT_EQ(status, 0) << when;
+    EXPECT_EQ(report.import_pool, CUDA_SUCCESS) << when;
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(report.import_pointer[i], CUDA_SUCCESS) << when << " " << i;
+      EXPECT_EQ(report.verified[i], 1) << when << " " << i;
+      EXPECT_EQ(report.free_pointer[i], CUDA_SUCCESS) << when << " " << i;
+    }
+    EXPECT_EQ(report.descriptors_after_frees, report.descriptors_before_imports) << when;
+    EXPECT_EQ(report.descriptors_at_end, report.descriptors_at_start) << when;
+    fills = {0xa0, 0xa1};  // what the importer wrote back
+  }
+  release(fd, pool, {first, second});
+}
+
 TEST_F(IpcHooks, AHostNumaPoolIsSharedToo) {
   CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
   CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x77);
@@ -785,6 +817,10 @@ void import_everything(int socket) {
   ASSERT_TRUE(receive_with_fd(socket, &order, sizeof order, &pool_fd));
   Report report;
   report.mapped_at_start = fake_mapped_bytes();
+  // "after": descriptor 0 free once the pool's handle is in, for what the import opens.
+  const char* close_stdin = std::getenv("STREAMPOOL_TEST_CLOSE_STDIN");
+  if (close_stdin != nullptr && std::strcmp(close_stdin, "after") == 0) close(0);
+  report.descriptors_at_start = open_descriptors() - 1;  // the pool's handle, closed below
   CUmemoryPool pool = nullptr;
   void* handle = reinterpret_cast<void*>(static_cast<std::intptr_t>(pool_fd));
   if (order.flags & kWrongHandleType) {
@@ -796,6 +832,7 @@ void import_everything(int socket) {
   if (report.import_pool == CUDA_SUCCESS) {
     CUstream stream = nullptr;
     ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    report.descriptors_before_imports = open_descriptors();
     CUdeviceptr allocated = 0;
     report.allocate_from_imported = SP(cuMemAllocFromPoolAsync)(&allocated, kMiB, pool, stream);
     if (!(order.flags & kOnDeviceOne)) report.set_as_device_pool = SP(cuDeviceSetMemPool)(0, pool);
@@ -838,12 +875,18 @@ void import_everything(int socket) {
     // A stream-ordered free unmaps on streampool's reaper thread once the stream reaches it.
     (void)eventually([&] { return fake_mapped_bytes() == report.mapped_at_start; });
     report.mapped_after_free = fake_mapped_bytes();
+    // The fake closes an unmapped allocation's memory file after its own lock: allow for that.
+    (void)eventually([&] { return open_descriptors() == report.descriptors_before_imports; });
+    report.descriptors_after_frees = open_descriptors();
     report.unmaps_by_free = hooks_test::fake_calls("cuMemUnmap") - unmaps_before;
     report.address_frees_by_free = hooks_test::fake_calls("cuMemAddressFree") - address_frees_before;
     unsigned int context_flags = 0;
     int active = -1;
     if (SP(cuDevicePrimaryCtxGetState)(0, &context_flags, &active) == CUDA_SUCCESS) report.device_zero_active = active;
     EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+    SP(cuStreamDestroy_v2)(stream);
+    (void)eventually([&] { return open_descriptors() == report.descriptors_at_start; });
+    report.descriptors_at_end = open_descriptors();
   }
   ASSERT_TRUE(send_with_fd(socket, &report, sizeof report, -1));
 }
@@ -869,5 +912,7 @@ TEST_F(DISABLED_IpcImporterOnDeviceOne, Run) {
 TEST_F(DISABLED_IpcImporter, Run) {
   const char* socket = std::getenv("STREAMPOOL_TEST_IPC_SOCKET");
   ASSERT_NE(socket, nullptr);
+  const char* close_stdin = std::getenv("STREAMPOOL_TEST_CLOSE_STDIN");
+  if (close_stdin != nullptr && std::strcmp(close_stdin, "before") == 0) close(0);  // 0 for the pool's handle
   import_everything(std::atoi(socket));
 }
