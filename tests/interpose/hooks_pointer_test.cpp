@@ -51,6 +51,22 @@ TEST_F(PointerHooks, PointerGetAttributesAnswersTheSameForAPoolPointer) {
   EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
 }
 
+// Only the `count` entries asked for are answered: what lies past them is the program's.
+TEST_F(PointerHooks, PointerGetAttributesTouchesNothingPastTheCountItWasGiven) {
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 3000, stream), CUDA_SUCCESS);
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  CUdeviceptr start = 0;
+  size_t canary = 0x5a5a5a5a;
+  void* data[] = {&start, &canary};
+
+  ASSERT_EQ(SP(cuPointerGetAttributes)(1, attributes, data, pointer), CUDA_SUCCESS);
+
+  EXPECT_EQ(start, pointer);
+  EXPECT_EQ(canary, 0x5a5a5a5au) << "an entry past the count was written";
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+}
+
 TEST_F(PointerHooks, AddressRangeOfAnInteriorPointerIsTheAllocation) {
   CUdeviceptr pointer = 0;
   ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, kMiB, stream), CUDA_SUCCESS);
