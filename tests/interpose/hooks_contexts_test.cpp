@@ -2,6 +2,7 @@
 // contexts that end: created contexts (cuCtxCreate v2/v3/v4, NULL params), destroy, push/pop,
 // primary retain / release / reset, and use after a reset.
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <thread>
 
@@ -159,6 +160,30 @@ TEST_F(ContextHooks, PushAndPopNameTheRightDefaultStream) {
   EXPECT_EQ(SP(cuMemFreeAsync)(pointer, CU_STREAM_LEGACY), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+}
+
+// A reset of the primary context gives the device's pools' memory back, the memory a pool keeps
+// under its release threshold included.
+TEST_F(ContextHooks, APrimaryContextResetGivesTheDevicesPoolMemoryBack) {
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(SP(cuDeviceGetMemPool)(&pool, device), CUDA_SUCCESS);
+  std::uint64_t keep_everything = ~std::uint64_t{0};
+  ASSERT_EQ(SP(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_everything), CUDA_SUCCESS);
+  ASSERT_NE(alloc_free(stream, 8 << 20), 0u);
+  ASSERT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  ASSERT_GT(pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0u);
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(stream), CUDA_SUCCESS);
+  stream = nullptr;
+
+  ASSERT_EQ(SP(cuDevicePrimaryCtxReset_v2)(device), CUDA_SUCCESS);
+
+  EXPECT_EQ(pool_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0u);
+  std::uint64_t zero = 0;
+  EXPECT_EQ(SP(cuMemPoolSetAttribute)(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero), CUDA_SUCCESS);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, device), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(primary), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
 }
 
 TEST_F(ContextHooks, APrimaryContextIsUsableAfterAReset) {
