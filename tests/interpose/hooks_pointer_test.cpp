@@ -1,4 +1,5 @@
 // Pool pointers where any pointer can go: attributes, address range, cuMemFree.
+#include "fault_switch.hpp"
 #include "hooks_test_api.hpp"
 
 namespace {
@@ -26,6 +27,34 @@ TEST_F(PointerHooks, PointerAttributesDescribeThePoolAllocation) {
   EXPECT_EQ(size, kMiB);
   EXPECT_EQ(owner, pool);
   EXPECT_FALSE(legacy_ipc);
+  EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
+}
+
+// What streampool answers of a pool pointer it answers itself, whatever the driver would say of
+// the mapping underneath; IS_LEGACY_CUDA_IPC_CAPABLE alone asks the driver first (for its
+// errors: a pointer the driver no longer maps is an error there), then clears the answer.
+TEST_F(PointerHooks, PoolAttributesAreAnsweredWithoutTheDriverAndLegacyIpcOnlyAfterIt) {
+  CUmemoryPool pool = create_device_pool();
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, kMiB, pool, stream), CUDA_SUCCESS);
+  hooks_test::fail_calls("cuPointerGetAttribute", 1, 0, CUDA_ERROR_INVALID_VALUE);
+  CUmemoryPool owner = nullptr;
+  size_t size = 0;
+  unsigned char legacy_ipc = 7;
+
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, pointer), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, pointer),
+            CUDA_ERROR_INVALID_VALUE);
+
+  hooks_test::clear_failures();
+  EXPECT_EQ(owner, pool);
+  EXPECT_EQ(size, kMiB);
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&legacy_ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, pointer),
+            CUDA_SUCCESS);
+  EXPECT_EQ(legacy_ipc, 0);
   EXPECT_EQ(SP(cuMemFreeAsync)(pointer, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
