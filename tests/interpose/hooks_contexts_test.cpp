@@ -224,4 +224,50 @@ TEST_F(ContextHooks, APrimaryContextReleasedToZeroEndsItsStreamsInTheTracking) {
   EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
 }
 
+// A stream's work held back until `gate` opens (a host function), so its frees stay pending.
+void hold_until(CUstream on, std::atomic<bool>* gate) {
+  ASSERT_EQ(SP(cuLaunchHostFunc)(on, [](void* data) {
+    auto* open = static_cast<std::atomic<bool>*>(data);
+    while (!open->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }, gate), CUDA_SUCCESS);
+}
+
+// A context's end ends its own streams in the tracking and no other's: another context's stream
+// and per-thread stream keep their identity, and each takes back its own pending free at once;
+// the ended context's stream handle is no longer one streampool routes.
+TEST_F(ContextHooks, AContextsEndLeavesAnotherContextsStreamsTheirOwnPendingFrees) {
+  CUcontext doomed = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&doomed, nullptr, 0, device), CUDA_SUCCESS);  // now current
+  CUstream in_doomed = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&in_doomed, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_NE(alloc_free(in_doomed), 0u);
+  ASSERT_EQ(SP(cuStreamSynchronize)(in_doomed), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  std::atomic<bool> gate{false};
+  CUdeviceptr own = 0;
+  CUdeviceptr per_thread = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&own, 1 << 20, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemAllocAsync)(&per_thread, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(hold_until(stream, &gate));
+  ASSERT_NO_FATAL_FAILURE(hold_until(CU_STREAM_PER_THREAD, &gate));
+  ASSERT_EQ(SP(cuMemFreeAsync)(own, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(per_thread, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuCtxDestroy_v2)(doomed), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+
+  CUdeviceptr again = 0;
+  EXPECT_EQ(SP(cuMemAllocAsync)(&again, 1 << 20, stream), CUDA_SUCCESS);
+  EXPECT_EQ(again, own) << "the stream lost its identity when another context ended";
+  CUdeviceptr per_thread_again = 0;
+  EXPECT_EQ(SP(cuMemAllocAsync)(&per_thread_again, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(per_thread_again, per_thread) << "the per-thread stream lost its identity";
+  CUdeviceptr stale = 0;
+  EXPECT_NE(SP(cuMemAllocAsync)(&stale, 1 << 20, in_doomed), CUDA_SUCCESS) << "a stream of an ended context";
+  gate.store(true);
+  EXPECT_EQ(SP(cuMemFreeAsync)(again, stream), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemFreeAsync)(per_thread_again, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+}
+
 }  // namespace
