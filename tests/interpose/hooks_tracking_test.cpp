@@ -1,5 +1,8 @@
 // Ordering the program makes reaches the engine: host syncs and event waits make memory freed on
 // one stream reusable on another at once.
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "hooks_test_api.hpp"
@@ -113,6 +116,45 @@ TEST_F(TrackingHooks, ADestroyedStreamsHandleIsResolvedAfresh) {
   ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, 4096, pool, stream), CUDA_SUCCESS);
   EXPECT_EQ(again, pointer);
   EXPECT_EQ(SP(cuMemFreeAsync)(again, stream), CUDA_SUCCESS);
+}
+
+// A stream destroyed with a free still pending behind its work: once that work has run, the
+// memory is reusable on another stream with no synchronize, because the destroy recorded a marker
+// behind the free while the stream still existed (after it, nothing can be recorded there).
+TEST_F(TrackingHooks, ADestroyedStreamsPendingFreeIsReusableOnceItsWorkRanWithoutASynchronize) {
+  CUstream temporary = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&temporary, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUdeviceptr pointer = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&pointer, 1 << 20, pool, temporary), CUDA_SUCCESS);
+  std::atomic<int> gate{0};  // 0: held, 1: open, 2: the work ran
+  ASSERT_EQ(SP(cuLaunchHostFunc)(temporary, [](void* data) {
+    auto* state = static_cast<std::atomic<int>*>(data);
+    while (state->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    state->store(2);
+  }, &gate), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(pointer, temporary), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(temporary), CUDA_SUCCESS);
+
+  CUdeviceptr early = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&early, 1 << 20, pool, stream), CUDA_SUCCESS);
+  EXPECT_NE(early, pointer) << "reused while the destroyed stream's work still held it";
+  ASSERT_EQ(SP(cuMemFreeAsync)(early, stream), CUDA_SUCCESS);
+  gate.store(1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (gate.load() != 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(gate.load(), 2);
+
+  bool reused = false;  // the fake's stream finishes its host function's step just after it returns
+  while (!reused && std::chrono::steady_clock::now() < deadline) {
+    CUdeviceptr again = 0;
+    ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, 1 << 20, pool, other), CUDA_SUCCESS);
+    reused = again == pointer;
+    ASSERT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
+    if (!reused) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(reused) << "the destroyed stream's free never became reusable";
 }
 
 // With several contexts a context synchronize covers its own context's streams, those the engine
