@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include "fault_switch.hpp"
 #include "fd_passing.hpp"
 #include "hooks_test_api.hpp"
 #include "streampool/streampool.h"
@@ -387,7 +388,15 @@ TEST_F(IpcHooks, ImportingOnDeviceOneStartsNoContextOnDeviceZero) {
   EXPECT_EQ(hooks_test::run_child_test("DISABLED_IpcExporterOnDeviceOne.Run", {"STREAMPOOL_FAKE_DEVICES=2"}), 0);
 }
 
-class DISABLED_IpcExporterOnDeviceOne : public IpcHooks {};
+class DISABLED_IpcExporterOnDeviceOne : public IpcHooks {
+ protected:
+  static int device_zero_active() {
+    unsigned flags = 0;
+    int active = -1;
+    EXPECT_EQ(SP(cuDevicePrimaryCtxGetState)(0, &flags, &active), CUDA_SUCCESS);
+    return active;
+  }
+};
 
 TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
   CUcontext one = nullptr;
@@ -395,6 +404,8 @@ TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
   ASSERT_EQ(SP(cuCtxSetCurrent)(one), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuStreamDestroy_v2)(stream), CUDA_SUCCESS);
   ASSERT_EQ(SP(cuStreamCreate)(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(0), CUDA_SUCCESS);  // the fixture's: device 0 unused now
+  ASSERT_EQ(device_zero_active(), 0);
   device = 1;
   CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   CUdeviceptr block = allocate_filled(pool, kMiB, 0x6b);
@@ -406,6 +417,8 @@ TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
   EXPECT_EQ(report.verified[0], 1);
   EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
   EXPECT_EQ(report.device_zero_active, 0) << "the import made device 0's primary context active";
+  // The exporter's service thread maps nothing in, so borrows no context of, a device the pool is not on.
+  EXPECT_EQ(device_zero_active(), 0) << "serving the import made the exporter's device 0 context active";
   EXPECT_EQ(first_byte(block), 0xa0);
   release(fd, pool, {block});
 }
@@ -731,6 +744,28 @@ TEST_F(IpcHooks, ImportRefusesDescriptorsThatAreNotAnExportedPool) {
   for (int fd : {pipe_ends[0], pipe_ends[1], silent[0], silent[1]}) close(fd);
 }
 
+// The exporter's driver refuses the second of a block's physical allocations, after the answer's
+// header went out: the importer is refused and maps nothing, and the exporter keeps no descriptor
+// of the allocation it had exported already.
+TEST_F(IpcHooks, AnExportThatFailsMidwayIsRefusedAndLeavesNoDescriptorOpen) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 40 * kMiB, 0x3c);  // spans several physical allocations
+  const int fd = export_pool(pool);
+  const size_t descriptors_before = open_descriptors();
+  hooks_test::fail_call("cuMemExportToShareableHandle", 2, CUDA_ERROR_OUT_OF_MEMORY);
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x3c}, 0);
+
+  EXPECT_EQ(hooks_test::injected("cuMemExportToShareableHandle"), 1u);
+  hooks_test::clear_failures();
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  EXPECT_TRUE(eventually([&] { return open_descriptors() == descriptors_before; }))
+      << open_descriptors() << " descriptors open, " << descriptors_before << " before";
+  release(fd, pool, {block});
+}
+
 // A driver call of the import failing in the importer (STREAMPOOL_FAKE_FAIL in its environment):
 // the import answers that error, and nothing of it stays mapped.
 class IpcImportFailure : public IpcHooks, public ::testing::WithParamInterface<const char*> {};
@@ -752,7 +787,7 @@ TEST_P(IpcImportFailure, AFailedDriverCallOfAPointerImportIsItsErrorAndMapsNothi
 }
 
 INSTANTIATE_TEST_SUITE_P(IpcHooks, IpcImportFailure,
-                         ::testing::Values("cuMemImportFromShareableHandle", "cuMemMap"));
+                         ::testing::Values("cuMemImportFromShareableHandle", "cuMemMap", "cuMemAddressReserve"));
 
 // cuMemFree of an imported pointer once the driver is deinitialized (at exit, after its own
 // teardown): success, and nothing is unmapped (the driver already let everything go).
