@@ -1,7 +1,7 @@
 // Input a program should not give, answered with an error code as driver 580 answers it (or
 // better), never an abort: enum fields holding values outside their enum (which UBSan's enum
 // check turns into an abort where they are loaded as the enum), caps beyond any address space,
-// a free of NULL on a forged stream.
+// a free of NULL on a forged stream, an event created into NULL.
 #include <cstring>
 
 #include "hooks_test_api.hpp"
@@ -185,6 +185,13 @@ TEST_F(BadInput, FreeOfNullOnAForgedStreamIsInvalidHandleLikeAnAllocationOnIt) {
   EXPECT_EQ(SP(cuMemAllocAsync)(&pointer, 16, forged), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(SP(cuMemFreeAsync)(0, forged), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(SP_AS(cuMemFreeAsync_ptsz, cuMemFreeAsync)(0, forged), CUDA_ERROR_INVALID_HANDLE);
+}
+
+// A null event pointer is the driver's INVALID_VALUE; the hook, which tracks the new event only
+// once the driver made one, must not read through it.
+TEST_F(BadInput, EventCreateIntoNullIsInvalidValue) {
+  EXPECT_EQ(SP(cuEventCreate)(nullptr, CU_EVENT_DEFAULT), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(SP(cuEventCreate)(nullptr, CU_EVENT_DISABLE_TIMING), CUDA_ERROR_INVALID_VALUE);
 }
 
 TEST_F(BadInput, FreeOfNullOnARealStreamSucceeds) {
