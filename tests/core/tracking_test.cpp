@@ -108,26 +108,28 @@ TEST_F(Tracking, ReuseThroughTheLegacyStreamsImplicitOrderPutsARealWaitIntoTheAl
 // stream's later work follows everything the legacy stream's queued work follows, its waits on
 // other streams included, and the other way round. The reuse still becomes one real wait, on a
 // marker of the partner.
-TEST_F(Tracking, ABlockingStreamReusesAFreeTheLegacyStreamWaitedForThroughTheImplicitOrder) {
-  core::Pool* pool = pool_with_max_threshold();
-  ordering.set_kind(kLegacy, StreamKind::legacy_default);
-  ordering.set_kind(kStream2, StreamKind::non_blocking);
-  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream2);
-  engine.event_recorded(kEvent, kStream2);
-  engine.stream_waited(kLegacy, kEvent);
-  EXPECT_EQ(alloc(pool, 32 * MiB, kStream1), block);
-  EXPECT_EQ(ordering.waits_by(kStream1), 1u);
+// `waiter` waits for a free on a non-blocking stream; `allocator`, its partner in the legacy
+// stream's implicit order, reuses the block behind one real wait of its own.
+class ImplicitOrderPartners : public Tracking {
+ protected:
+  void expect_reuse_through_partner(core::StreamKey waiter, core::StreamKey allocator) {
+    core::Pool* pool = pool_with_max_threshold();
+    ordering.set_kind(kLegacy, StreamKind::legacy_default);
+    ordering.set_kind(kStream2, StreamKind::non_blocking);
+    const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream2);
+    engine.event_recorded(kEvent, kStream2);
+    engine.stream_waited(waiter, kEvent);
+    EXPECT_EQ(alloc(pool, 32 * MiB, allocator), block);
+    EXPECT_EQ(ordering.waits_by(allocator), 1u);
+  }
+};
+
+TEST_F(ImplicitOrderPartners, ABlockingStreamReusesAFreeTheLegacyStreamWaitedFor) {
+  expect_reuse_through_partner(kLegacy, kStream1);
 }
 
-TEST_F(Tracking, TheLegacyStreamReusesAFreeABlockingStreamWaitedForThroughTheImplicitOrder) {
-  core::Pool* pool = pool_with_max_threshold();
-  ordering.set_kind(kLegacy, StreamKind::legacy_default);
-  ordering.set_kind(kStream2, StreamKind::non_blocking);
-  const std::uintptr_t block = pending_free(pool, 32 * MiB, kStream2);
-  engine.event_recorded(kEvent, kStream2);
-  engine.stream_waited(kStream1, kEvent);
-  EXPECT_EQ(alloc(pool, 32 * MiB, kLegacy), block);
-  EXPECT_EQ(ordering.waits_by(kLegacy), 1u);
+TEST_F(ImplicitOrderPartners, TheLegacyStreamReusesAFreeABlockingStreamWaitedFor) {
+  expect_reuse_through_partner(kStream1, kLegacy);
 }
 
 // The legacy stream stays its group's partner when another of the group's streams ends.
