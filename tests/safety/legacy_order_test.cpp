@@ -38,6 +38,8 @@ class LegacyOrder : public SafetyTest {
                                 CUstream sync_handle) {
     CUdeviceptr block = 0;
     ASSERT_EQ(alloc(&block, old_owner.bytes, pool, stream), CUDA_SUCCESS);
+    EXPECT_TRUE(overlaps(old_owner.block, old_owner.bytes, block, old_owner.bytes))
+        << "the implicit order did not let the stream reuse the block, as NVIDIA's pool does";
     ASSERT_EQ(sync(sync_handle), CUDA_SUCCESS);
     const bool old_done = old_owner.done.load();
 
@@ -51,6 +53,8 @@ class LegacyOrder : public SafetyTest {
                           CUstream query_handle) {
     CUdeviceptr block = 0;
     ASSERT_EQ(alloc(&block, old_owner.bytes, pool, stream), CUDA_SUCCESS);
+    EXPECT_TRUE(overlaps(old_owner.block, old_owner.bytes, block, old_owner.bytes))
+        << "the implicit order did not let the stream reuse the block, as NVIDIA's pool does";
     const CUresult answer = query(query_handle);
     const bool old_done = old_owner.done.load();
 
