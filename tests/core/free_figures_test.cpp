@@ -40,6 +40,22 @@ TEST_F(FreeFigures, ASynchronisedFreeIsNoLongerPending) {
   EXPECT_TRUE(engine.free_figures(pool).pending.empty());
 }
 
+// Opportunistic reuse (the default): a free whose stream's marker completed is complete, for the
+// report as for reuse, though no one synchronised.
+TEST_F(FreeFigures, AFreeAMarkerProvedCompleteIsNoLongerPending) {
+  core::Pool* pool = keeping_pool();
+  const std::uintptr_t block = alloc(pool, 32 * MiB, kStream1);
+  ordering.enqueue_work(kStream1);
+  free(block, kStream1);
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);  // pending: grows, records a marker on s1
+  ASSERT_EQ(ordering.records(), 1u);
+  ordering.complete(kStream1);  // the work ends; nobody synchronises
+  alloc(pool, 64 * KiB, kStream2);  // polls the marker; most of the block stays free
+  const core::FreeFigures figures = engine.free_figures(pool);
+  EXPECT_GE(figures.free_bytes, 32 * MiB - 64 * KiB);
+  EXPECT_TRUE(figures.pending.empty());
+}
+
 TEST_F(FreeFigures, FreesSeparatedByALiveBlockAreTwoRanges) {
   core::Pool* pool = keeping_pool();
   const std::uintptr_t first = alloc(pool, 1 * MiB, kStream1);
