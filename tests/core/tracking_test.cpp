@@ -152,6 +152,23 @@ TEST_F(Tracking, TheLegacyStreamReusingABlockingStreamsFreeWaitsForIt) {
   EXPECT_EQ(ordering.waits_by(kLegacy), 1u);
 }
 
+// A block the legacy stream allocated, freed on a blocking stream, is ordered after the legacy
+// stream's earlier frees only while they may still run: once a context synchronize proved them
+// complete, the free needs no wait.
+TEST_F(Tracking, ABlockingStreamsFreeOfALegacyBlockWaitsForNothingOnceTheLegacyFreesAreKnownComplete) {
+  core::Pool* pool = pool_with_max_threshold();
+  ordering.set_kind(kLegacy, StreamKind::legacy_default);
+  const std::uintptr_t block = alloc(pool, 1 * MiB, kLegacy);
+  free(alloc(pool, 1 * MiB, kLegacy), kLegacy);  // a legacy free that no marker follows
+  const core::SyncTicket context = engine.ticket_for_group(0, true);
+  ordering.complete_all();
+  engine.commit(context);
+
+  free(block, kStream1);
+  EXPECT_EQ(ordering.waits_by(kStream1), 0u);
+  EXPECT_EQ(ordering.records(), 0u);
+}
+
 TEST_F(Tracking, ImplicitOrderThatCannotBeMadeRealIsNotUsed) {
   core::Pool* pool = pool_with_max_threshold();
   ordering.set_kind(kLegacy, StreamKind::legacy_default);
@@ -307,6 +324,32 @@ TEST_F(StreamLifetimes, StreamsEndedWithTheirContextAfterItsTicketLeaveNoSlotBeh
     engine.stream_ended(key);
   }
   EXPECT_LE(engine.stream_slots(), 2u);
+}
+
+// A stream that ends unseen (its context ended, its handle was reused) takes its marker's answer
+// with it: read as it ends, it proves the frees it covers; a marker still pending is given back.
+TEST_F(StreamLifetimes, AStreamEndedUnseenAfterItsMarkerCompletedLeavesItsFreeReusable) {
+  core::Pool* pool = make_pool();
+  ASSERT_EQ(set_attribute<std::uint64_t>(pool, PoolAttribute::release_threshold, UINT64_MAX), Status::success);
+  const std::uintptr_t block = alloc(pool, 32 * MiB, kStream1);
+  ordering.enqueue_work(kStream1);
+  free(block, kStream1);
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);  // pending: grows, records a marker on s1
+  ASSERT_EQ(ordering.records(), 1u);
+  ordering.complete(kStream1);
+  engine.stream_ended(kStream1);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
+TEST_F(StreamLifetimes, AStreamEndedUnseenGivesBackItsPendingMarker) {
+  core::Pool* pool = make_pool();
+  const std::uintptr_t block = alloc(pool, 32 * MiB, kStream1);
+  ordering.enqueue_work(kStream1);
+  free(block, kStream1);
+  EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);  // records a marker on s1
+  ASSERT_EQ(ordering.live_markers(), 1u);
+  engine.stream_ended(kStream1);
+  EXPECT_EQ(ordering.live_markers(), 0u);
 }
 
 TEST_F(StreamLifetimes, AnEndedStreamWithPendingFreesKeepsItsSlotUntilTheyComplete) {
