@@ -160,6 +160,26 @@ TEST_F(Reuse, ACappedPoolInsertsADependencyRatherThanFailing) {
   EXPECT_FALSE(ordering.idle(kStream2));  // s2 now waits for s1's kernel (cudaErrorNotReady)
 }
 
+// One marker serves every dependency it covers: a second stream reusing a later free of the same
+// stream waits on the marker the first dependency recorded, which already covers that free.
+TEST_F(Reuse, ACappedPoolsSecondDependencyOnAStreamWaitsOnTheMarkerThatCoversItsFree) {
+  core::PoolProps props;
+  props.max_size = 32 * MiB;
+  core::Pool* pool = pool_with_max_threshold(props);
+  const std::uintptr_t first = alloc(pool, 16 * MiB, kStream1);
+  const std::uintptr_t second = alloc(pool, 16 * MiB, kStream1);
+  ordering.enqueue_work(kStream1);
+  free(first, kStream1);
+  free(second, kStream1);
+
+  EXPECT_EQ(alloc(pool, 16 * MiB, kStream2), first);
+  EXPECT_EQ(ordering.records(), 1u);  // a marker after both frees
+  EXPECT_EQ(alloc(pool, 16 * MiB, kStream3), second);
+  EXPECT_EQ(ordering.records(), 1u);  // the same marker
+  EXPECT_EQ(ordering.waits_by(kStream2), 1u);
+  EXPECT_EQ(ordering.waits_by(kStream3), 1u);
+}
+
 // FOLLOW_EVENT_DEPENDENCIES governs the program's own events only: the wait streampool inserted
 // is a real order in s2 whatever that flag says.
 TEST_F(Reuse, ACappedPoolWithoutFollowEventDependenciesStillReusesBehindItsOwnWait) {
