@@ -466,6 +466,50 @@ TEST_F(ModelCheckFindings, TheLegacyStreamMarksItsFreesInBatchesAndReusesOnlyMar
   EXPECT_LE(blocks.size(), core::HappensBefore::kAnchorBatchMisses + 1);
 }
 
+// The batch's exact size: with blocks too small for the bytes to count, the legacy stream takes
+// other memory kAnchorBatchMisses times after its first pair, and the next allocation records the
+// marker (and takes a marked block): one marker every kAnchorBatchMisses + 1 pairs; with 4 MiB
+// blocks two misses reach kAnchorBatchBytes, so a marker comes every third pair.
+class LegacyBatches : public ModelCheckFindings {
+ protected:
+  // The records made after each of `pairs` pairs on the legacy stream, each block used by a
+  // blocking stream's kernel; `blocks`: the distinct blocks handed out.
+  std::vector<std::size_t> records_after_each_pair(int pairs, std::size_t bytes, std::size_t* blocks) {
+    std::vector<std::size_t> records;
+    std::set<std::uintptr_t> seen;
+    for (int i = 0; i < pairs; ++i) {
+      const std::uintptr_t block = alloc(pool, bytes, kLegacy);
+      seen.insert(block);
+      ordering.enqueue_work(kStream1);
+      free(block, kLegacy);
+      records.push_back(ordering.records());
+    }
+    *blocks = seen.size();
+    return records;
+  }
+};
+
+TEST_F(LegacyBatches, SmallFreesAreMarkedOnceTheBatchHasItsMisses) {
+  constexpr std::size_t kMisses = core::HappensBefore::kAnchorBatchMisses;
+  std::size_t blocks = 0;
+  const std::vector<std::size_t> records = records_after_each_pair(2 * (kMisses + 1), 64 * KiB, &blocks);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i], i / (kMisses + 1)) << "pair " << i;
+  }
+  EXPECT_EQ(blocks, kMisses + 1);
+}
+
+TEST_F(LegacyBatches, LargeFreesAreMarkedOnceTheBatchHasItsBytes) {
+  constexpr std::size_t kBlock = 4 * MiB;
+  constexpr std::size_t kMissesToFill = core::HappensBefore::kAnchorBatchBytes / kBlock;  // 2
+  std::size_t blocks = 0;
+  const std::vector<std::size_t> records = records_after_each_pair(8 * (kMissesToFill + 1), kBlock, &blocks);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i], i / (kMissesToFill + 1)) << "pair " << i;
+  }
+  EXPECT_EQ(blocks, kMissesToFill + 1);
+}
+
 // A block the legacy stream took again behind its marker carries no debt: freed on a blocking
 // stream, it needs no wait (that stream's later work follows the marker by the implicit order).
 TEST_F(ModelCheckFindings, AMarkedLegacyReuseFreedOnABlockingStreamNeedsNoWait) {
