@@ -140,6 +140,18 @@ TEST_F(Reuse, WithoutOpportunisticReuseACompletedFreeIsNotReused) {
   EXPECT_NE(alloc(pool, 32 * MiB, kStream2), block);
 }
 
+// A destroyed stream can gain no other ordering: once the marker recorded at its destroy
+// completed, its frees are as good as synchronised, opportunistic reuse or not.
+TEST_F(Reuse, WithoutOpportunisticReuseADestroyedStreamsFreeIsReusedOnceItsLastMarkerCompleted) {
+  core::Pool* pool = pool_with_max_threshold();
+  ASSERT_EQ(set_attribute<int>(pool, PoolAttribute::reuse_allow_opportunistic, 0), Status::success);
+  engine.ticket_for_stream(kStream2, false);  // s2 exists already: no new slot reads s1's marker
+  const std::uintptr_t block = pending_free_on_stream1(pool, 32 * MiB);
+  engine.stream_destroyed(kStream1);  // records its last marker
+  ordering.complete(kStream1);
+  EXPECT_EQ(alloc(pool, 32 * MiB, kStream2), block);
+}
+
 TEST_F(Reuse, OneMarkerCoversManyFrees) {
   core::Pool* pool = pool_with_max_threshold();
   std::vector<std::uintptr_t> blocks;
