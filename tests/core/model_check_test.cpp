@@ -510,6 +510,37 @@ TEST_F(LegacyBatches, LargeFreesAreMarkedOnceTheBatchHasItsBytes) {
   EXPECT_EQ(blocks, kMissesToFill + 1);
 }
 
+// A marker that completed before the legacy stream's next batch is read before a new one replaces
+// it: the frees it covers are known complete, and another stream takes them with no wait, though
+// the new marker still waits behind a kernel. (Replaced unread, that answer would come only with
+// the new marker.)
+TEST_F(LegacyBatches, AMarkerReplacedByTheNextBatchIsReadFirst) {
+  ordering.enqueue_work(kLegacy);  // the first marker waits behind this kernel
+  std::set<std::uintptr_t> small_blocks;
+  while (ordering.records() == 0) {
+    const std::uintptr_t block = alloc(pool, 64 * KiB, kLegacy);
+    small_blocks.insert(block);
+    free(block, kLegacy);
+  }
+  // Large pairs miss until their bytes fill the next batch; the first marker is still pending
+  // at each of their reads.
+  constexpr std::size_t kBlock = 4 * MiB;
+  for (std::uint64_t i = 0; i < core::HappensBefore::kAnchorBatchBytes / kBlock; ++i) {
+    free(alloc(pool, kBlock, kLegacy), kLegacy);
+  }
+  ASSERT_EQ(ordering.records(), 1u);
+  ordering.complete(kLegacy);      // the first marker has completed, unread
+  ordering.enqueue_work(kLegacy);  // the next one will wait behind this kernel
+  const std::uintptr_t large = alloc(pool, kBlock, kLegacy);  // the full batch takes a marker
+  ASSERT_EQ(ordering.records(), 2u);
+
+  const std::uintptr_t taken = alloc(pool, 64 * KiB, kStream2);
+  EXPECT_TRUE(small_blocks.count(taken) == 1) << "a free the completed marker covers was not taken";
+  EXPECT_EQ(ordering.waits_by(kStream2), 0u) << "waited for the pending marker";
+  free(taken, kStream2);
+  free(large, kLegacy);
+}
+
 // A block the legacy stream took again behind its marker carries no debt: freed on a blocking
 // stream, it needs no wait (that stream's later work follows the marker by the implicit order).
 TEST_F(ModelCheckFindings, AMarkedLegacyReuseFreedOnABlockingStreamNeedsNoWait) {
