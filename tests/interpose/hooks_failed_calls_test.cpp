@@ -543,6 +543,41 @@ TEST_F(FailedCalls, AnInsertedDependencyWhoseMarkerContextCannotBeAskedAtWaitIsO
   EXPECT_EQ(hooks_test::run_child_test("FailedCalls.DISABLED_ChildInsertedDependency", {"CONTEXT_QUERY_NTH=3"}), 0);
 }
 
+// The driver refusing the marker's record, request after request: each request is out of memory,
+// and the marker's event goes back to the context's pool each time rather than a new one being
+// created for the next. A child: the pool of markers starts empty.
+TEST_F(FailedCalls, DISABLED_ChildRefusedMarkerRecords) {
+  constexpr size_t kChunk = 32 * kMiB;
+  constexpr unsigned kRequests = 20;
+  CUmemoryPool capped = create_device_pool(kChunk);
+  ASSERT_NE(capped, nullptr);
+  CUdeviceptr first = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&first, kChunk, capped, stream), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuMemFreeAsync)(first, stream), CUDA_SUCCESS);
+  const unsigned long long created_before = hooks_test::fake_calls("cuEventCreate");
+  fail_calls("cuEventRecord", 1, 0, CUDA_ERROR_UNKNOWN);
+
+  for (unsigned request = 0; request < kRequests; ++request) {
+    CUdeviceptr second = 1;
+    EXPECT_EQ(SP(cuMemAllocFromPoolAsync)(&second, kChunk, capped, other), CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(second, 0u);
+  }
+
+  EXPECT_EQ(injected("cuEventRecord"), kRequests) << "one marker record a request";
+  EXPECT_LE(hooks_test::fake_calls("cuEventCreate") - created_before, 1u) << "an event created for each refused record";
+  clear_failures();
+  CUdeviceptr second = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, kChunk, capped, other), CUDA_SUCCESS);
+  EXPECT_EQ(second, first);
+  ASSERT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
+}
+
+TEST_F(FailedCalls, RefusedMarkerRecordsAreOutOfMemoryAndReuseTheirEvent) {
+  EXPECT_EQ(hooks_test::run_child_test("FailedCalls.DISABLED_ChildRefusedMarkerRecords", {}), 0);
+}
+
 // --- the capture-invalidation watch (only while STREAMPOOL_LOG=debug) ------------------------
 // A capture the driver invalidates is named once in the log, by the first hook that ends after
 // the invalidation; an ended capture is no longer watched. Runs as a child with logging on, its
