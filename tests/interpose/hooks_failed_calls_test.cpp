@@ -80,6 +80,8 @@ class FailedCalls : public hooks_test::DriverTest {
     ASSERT_EQ(SP(cuEventRecord)(event, stream), CUDA_SUCCESS);
   }
 
+  void expect_served_once_failures_clear(CUmemoryPool capped, CUdeviceptr first, size_t bytes);
+
   // B's part: waits for E, then allocates the same size; what it got.
   CUdeviceptr wait_and_allocate() {
     EXPECT_EQ(SP(cuStreamWaitEvent)(other, event, 0), CUDA_SUCCESS);
@@ -506,6 +508,18 @@ TEST_F(FailedCalls, ExportingALivePointerAgainGivesTheSameExportData) {
 // internal dependencies gives, out of memory, and the next request works. A child per case: markers
 // are pooled per context for the life of the process.
 
+// Once the failures are cleared, `other` takes the `bytes` at `first` again, and the pool of one chunk
+// is destroyed.
+void FailedCalls::expect_served_once_failures_clear(CUmemoryPool capped, CUdeviceptr first, size_t bytes) {
+  clear_failures();
+  CUdeviceptr again = 0;
+  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, bytes, capped, other), CUDA_SUCCESS);
+  EXPECT_EQ(again, first);
+  ASSERT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
+}
+
 TEST_F(FailedCalls, DISABLED_ChildInsertedDependency) {
   const char* setting = std::getenv("CONTEXT_QUERY_NTH");
   ASSERT_NE(setting, nullptr);
@@ -523,12 +537,7 @@ TEST_F(FailedCalls, DISABLED_ChildInsertedDependency) {
 
   EXPECT_EQ(injected("cuCtxGetCurrent"), 1u);
   EXPECT_EQ(second, 0u);
-  clear_failures();
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, kChunk, capped, other), CUDA_SUCCESS);
-  EXPECT_EQ(second, first);
-  ASSERT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_served_once_failures_clear(capped, first, kChunk));
 }
 
 TEST_F(FailedCalls, AnInsertedDependencyWhoseMarkerContextCannotBeAskedAtCreateIsOutOfMemoryThenWorks) {
@@ -565,13 +574,7 @@ TEST_F(FailedCalls, DISABLED_ChildRefusedMarkerRecords) {
 
   EXPECT_EQ(injected("cuEventRecord"), kRequests) << "one marker record a request";
   EXPECT_LE(hooks_test::fake_calls("cuEventCreate") - created_before, 1u) << "an event created for each refused record";
-  clear_failures();
-  CUdeviceptr second = 0;
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&second, kChunk, capped, other), CUDA_SUCCESS);
-  EXPECT_EQ(second, first);
-  ASSERT_EQ(SP(cuMemFreeAsync)(second, other), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(expect_served_once_failures_clear(capped, first, kChunk));
 }
 
 TEST_F(FailedCalls, RefusedMarkerRecordsAreOutOfMemoryAndReuseTheirEvent) {
