@@ -535,7 +535,7 @@ TEST_F(LegacyBatches, AMarkerReplacedByTheNextBatchIsReadFirst) {
   ASSERT_EQ(ordering.records(), 2u);
 
   const std::uintptr_t taken = alloc(pool, 64 * KiB, kStream2);
-  EXPECT_TRUE(small_blocks.count(taken) == 1) << "a free the completed marker covers was not taken";
+  EXPECT_EQ(small_blocks.count(taken), 1u) << "a free the completed marker covers was not taken";
   EXPECT_EQ(ordering.waits_by(kStream2), 0u) << "waited for the pending marker";
   free(taken, kStream2);
   free(large, kLegacy);

@@ -80,7 +80,17 @@ class FailedCalls : public hooks_test::DriverTest {
     ASSERT_EQ(SP(cuEventRecord)(event, stream), CUDA_SUCCESS);
   }
 
-  void expect_served_once_failures_clear(CUmemoryPool capped, CUdeviceptr first, size_t bytes);
+  // Once the failures are cleared, `other` takes the `bytes` at `first` again, and the pool of
+  // one chunk is destroyed.
+  void expect_served_once_failures_clear(CUmemoryPool capped, CUdeviceptr first, size_t bytes) {
+    clear_failures();
+    CUdeviceptr again = 0;
+    ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, bytes, capped, other), CUDA_SUCCESS);
+    EXPECT_EQ(again, first);
+    ASSERT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
+  }
 
   // B's part: waits for E, then allocates the same size; what it got.
   CUdeviceptr wait_and_allocate() {
@@ -507,18 +517,6 @@ TEST_F(FailedCalls, ExportingALivePointerAgainGivesTheSameExportData) {
 // cuCtxGetCurrent) failing at its creation, its record or its wait is the answer a pool without
 // internal dependencies gives, out of memory, and the next request works. A child per case: markers
 // are pooled per context for the life of the process.
-
-// Once the failures are cleared, `other` takes the `bytes` at `first` again, and the pool of one chunk
-// is destroyed.
-void FailedCalls::expect_served_once_failures_clear(CUmemoryPool capped, CUdeviceptr first, size_t bytes) {
-  clear_failures();
-  CUdeviceptr again = 0;
-  ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&again, bytes, capped, other), CUDA_SUCCESS);
-  EXPECT_EQ(again, first);
-  ASSERT_EQ(SP(cuMemFreeAsync)(again, other), CUDA_SUCCESS);
-  ASSERT_EQ(SP(cuStreamSynchronize)(other), CUDA_SUCCESS);
-  EXPECT_EQ(SP(cuMemPoolDestroy)(capped), CUDA_SUCCESS);
-}
 
 TEST_F(FailedCalls, DISABLED_ChildInsertedDependency) {
   const char* setting = std::getenv("CONTEXT_QUERY_NTH");
