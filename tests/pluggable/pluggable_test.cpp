@@ -15,8 +15,12 @@
 #include "streampool/pluggable.h"
 #include "streampool/streampool.h"
 
-// The fake driver's count of calls of one of its entry points (src/fakedriver/call_counters.hpp).
+// The fake driver's count of calls of one of its entry points (src/fakedriver/call_counters.hpp),
+// and its failure switch (src/fakedriver/fault_injection.cpp).
 extern "C" unsigned long long streampool_fake_counter(const char* entry_point);
+extern "C" void streampool_fake_fail_calls(const char* name, unsigned long long nth, unsigned long long count,
+                                           int error);
+extern "C" void streampool_fake_clear_failures();
 
 namespace {
 
@@ -151,6 +155,32 @@ TEST_F(Pluggable, MarkerQueryLeavesAGlobalCaptureOfAnotherStreamValid) {
   ASSERT_EQ(cuStreamSynchronize(first), CUDA_SUCCESS);
   ASSERT_EQ(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
   EXPECT_EQ(streampool_torch_alloc(kChunk, 0, second), block);  // the marker was queried
+  CUgraph graph = nullptr;
+  EXPECT_EQ(cuStreamEndCapture(capturing, &graph), CUDA_SUCCESS);
+  if (graph != nullptr) cuGraphDestroy(graph);
+}
+
+// The marker query during an unseen capture is legal only in relaxed mode; where the driver
+// refuses the swap to relaxed, the query is not made at all (the marker counts as pending and the
+// allocation grows), rather than made in global mode, which would invalidate the capture.
+TEST_F(Pluggable, MarkerQueryWhoseRelaxedModeIsRefusedLeavesAGlobalCaptureValid) {
+  CUstream capturing = nullptr;
+  ASSERT_EQ(cuStreamCreate(&capturing, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchHostFunc(first, Gate::hold, &gate), CUDA_SUCCESS);
+  void* block = streampool_torch_alloc(kChunk, 0, first);
+  ASSERT_NE(block, nullptr);
+  streampool_torch_free(block, kChunk, 0, first);
+  ASSERT_NE(streampool_torch_alloc(kChunk, 0, second), block);
+  gate.release();
+  ASSERT_EQ(cuStreamSynchronize(first), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  const unsigned long long queries = streampool_fake_counter("cuEventQuery");
+  streampool_fake_fail_calls("cuThreadExchangeStreamCaptureMode", 1, 0, CUDA_ERROR_UNKNOWN);
+  void* grown = streampool_torch_alloc(kChunk, 0, second);
+  streampool_fake_clear_failures();
+  EXPECT_NE(grown, nullptr);
+  EXPECT_NE(grown, block) << "the marker read complete without a query";
+  EXPECT_EQ(streampool_fake_counter("cuEventQuery"), queries) << "the marker was queried in global mode";
   CUgraph graph = nullptr;
   EXPECT_EQ(cuStreamEndCapture(capturing, &graph), CUDA_SUCCESS);
   if (graph != nullptr) cuGraphDestroy(graph);
