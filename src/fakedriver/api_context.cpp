@@ -85,9 +85,10 @@ CUresult context_destroy(CUcontext handle) {
   auto* context = reinterpret_cast<Context*>(handle);
   if (!Driver::instance().live_context(context)) return CUDA_ERROR_INVALID_CONTEXT;
   if (context->is_primary()) return CUDA_ERROR_INVALID_CONTEXT;  // primary contexts are released, not destroyed
-  Driver::instance().forget_context(context);
+  if (!Driver::instance().forget_context(context)) return CUDA_ERROR_INVALID_CONTEXT;  // a racing destroy won
   reset(context);
   if (current_context() == context) pop_current_context();
+  Driver::instance().retire_context(context);
   return CUDA_SUCCESS;
 }
 

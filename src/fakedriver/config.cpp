@@ -71,6 +71,14 @@ Config read_config_from_environment() {
                        "16G per device");
     }
   }
+  if (const char* reuse = std::getenv("STREAMPOOL_FAKE_REUSE_CONTEXTS"); reuse != nullptr && reuse[0] != '\0') {
+    const std::string_view text(reuse);
+    if (text == "1" || text == "0") {
+      config.reuse_context_handles = text == "1";
+    } else {
+      warn_bad_setting("STREAMPOOL_FAKE_REUSE_CONTEXTS", reuse, "0 or 1", "handles not reused");
+    }
+  }
   return config;
 }
 

@@ -1,6 +1,9 @@
 // The fake's configuration, read from the environment on first use (never at load time):
 //   STREAMPOOL_FAKE_DEVICES  number of fake devices (default 1; 0 makes cuInit fail with NO_DEVICE)
 //   STREAMPOOL_FAKE_MEMORY   bytes per device, with an optional K/M/G/T suffix (binary; default 16G)
+//   STREAMPOOL_FAKE_REUSE_CONTEXTS  1: a created context takes the handle of the context destroyed
+//                            last, on whatever device, as NVIDIA's driver may (its contexts are heap
+//                            objects); default 0: a destroyed context's handle stays stale for good
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@ namespace fake {
 struct Config {
   int device_count = 1;
   std::uint64_t memory_per_device = std::uint64_t{16} << 30;
+  bool reuse_context_handles = false;
 };
 
 inline constexpr int kMaxDevices = 64;

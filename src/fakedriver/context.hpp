@@ -4,7 +4,8 @@
 // waits for earlier legacy-stream work). Non-blocking streams take no part in it.
 //
 // Context objects are never freed: a stale handle (destroyed context) is then still safe to look up,
-// and a thread's context stack may keep pointing at it.
+// and a thread's context stack may keep pointing at it. Where asked (STREAMPOOL_FAKE_REUSE_CONTEXTS=1)
+// a destroyed one is built again in place for the next create: the stale handle then names it.
 #pragma once
 
 #include <cuda.h>

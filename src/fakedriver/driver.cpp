@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include <new>
+
 namespace fake {
 
 Driver& Driver::instance() {
@@ -40,8 +42,16 @@ bool Driver::try_charge(CUdevice ordinal, std::uint64_t bytes) {
 void Driver::uncharge(CUdevice ordinal, std::uint64_t bytes) { device(ordinal).used_bytes.fetch_sub(bytes); }
 
 Context* Driver::create_context(CUdevice device, unsigned flags) {
-  auto* context = new Context(device, flags, false);  // never freed: stale handles stay safe
   std::lock_guard lock(contexts_mutex_);
+  Context* context = nullptr;
+  if (config_.reuse_context_handles && !retired_contexts_.empty()) {
+    context = retired_contexts_.back();
+    retired_contexts_.pop_back();
+    context->~Context();
+    new (context) Context(device, flags, false);  // the same handle, a new context (maybe another device)
+  } else {
+    context = new Context(device, flags, false);  // never freed: stale handles stay safe
+  }
   contexts_.insert(context);
   return context;
 }
@@ -51,9 +61,14 @@ bool Driver::live_context(const Context* context) {
   return contexts_.contains(context);
 }
 
-void Driver::forget_context(Context* context) {
+bool Driver::forget_context(Context* context) {
   std::lock_guard lock(contexts_mutex_);
-  if (contexts_.erase(context) != 0) retired_contexts_.push_back(context);
+  return contexts_.erase(context) != 0;
+}
+
+void Driver::retire_context(Context* context) {
+  std::lock_guard lock(contexts_mutex_);
+  retired_contexts_.push_back(context);
 }
 
 CUstream Driver::register_stream(std::shared_ptr<Stream> stream) {

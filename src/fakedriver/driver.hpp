@@ -50,7 +50,10 @@ class Driver {
   // Contexts.
   Context* create_context(CUdevice device, unsigned flags);
   bool live_context(const Context* context);
-  void forget_context(Context* context);
+  // A destroyed context leaves the live set first (no new work reaches it), and is retired once its
+  // streams and memory are gone: only then may a create reuse its handle (config.hpp).
+  bool forget_context(Context* context);  // false: not live (another destroy took it)
+  void retire_context(Context* context);
 
   // Streams created by cuStreamCreate*. Handles are reused, most recently destroyed first
   // (handle_slots.hpp).
@@ -69,7 +72,8 @@ class Driver {
 
   std::mutex contexts_mutex_;
   std::unordered_set<const Context*> contexts_;
-  // Destroyed contexts are kept (never freed, see context.hpp) and stay reachable from here.
+  // Destroyed contexts are kept (never freed, see context.hpp) and stay reachable from here; with
+  // STREAMPOOL_FAKE_REUSE_CONTEXTS=1 the last one is built again in place for the next create.
   std::vector<Context*> retired_contexts_;
 
   std::shared_mutex streams_mutex_;

@@ -19,6 +19,7 @@ namespace {
 constexpr const char* kReportMode = "--report-fake-config";
 constexpr const char* kDelayMode = "--report-fake-delay";
 constexpr const char* kTraceMode = "--make-traced-calls";
+constexpr const char* kContextReuseMode = "--report-context-reuse";
 
 int report_fake_config() {
   const CUresult init = cuInit(0);
@@ -61,6 +62,25 @@ int make_traced_calls() {
   return 0;
 }
 
+// A context on device 0 destroyed, then one created on the last device: whether it got the old
+// handle, the device the handle now names, and what a third create gets (handles_test.cpp).
+int report_context_reuse() {
+  int devices = 0;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&devices) != CUDA_SUCCESS) return 1;
+  CUcontext first = nullptr;
+  CUcontext second = nullptr;
+  CUcontext third = nullptr;
+  if (cuCtxCreate_v4(&first, nullptr, 0, 0) != CUDA_SUCCESS || cuCtxDestroy_v2(first) != CUDA_SUCCESS) return 1;
+  const CUresult stale = cuCtxPushCurrent_v2(first);
+  if (cuCtxCreate_v4(&second, nullptr, 0, devices - 1) != CUDA_SUCCESS) return 1;
+  CUdevice device = -1;
+  if (cuCtxGetDevice(&device) != CUDA_SUCCESS) return 1;
+  if (cuCtxCreate_v4(&third, nullptr, 0, 0) != CUDA_SUCCESS) return 1;
+  std::printf("stale=%d reused=%d device=%d third_new=%d\n", static_cast<int>(stale), second == first ? 1 : 0,
+              static_cast<int>(device), third != first ? 1 : 0);
+  return 0;
+}
+
 }  // namespace
 
 namespace fake_test {
@@ -83,6 +103,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], kReportMode) == 0) return report_fake_config();
   if (argc > 1 && std::strcmp(argv[1], kDelayMode) == 0) return report_fake_delay();
   if (argc > 1 && std::strcmp(argv[1], kTraceMode) == 0) return make_traced_calls();
+  if (argc > 1 && std::strcmp(argv[1], kContextReuseMode) == 0) return report_context_reuse();
   setenv("STREAMPOOL_FAKE_DEVICES", std::to_string(fake_test::kDevices).c_str(), 1);
   setenv("STREAMPOOL_FAKE_MEMORY", "1G", 1);
   ::testing::InitGoogleTest(&argc, argv);

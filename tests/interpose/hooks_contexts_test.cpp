@@ -224,6 +224,48 @@ TEST_F(ContextHooks, APrimaryContextReleasedToZeroEndsItsStreamsInTheTracking) {
   EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
 }
 
+// The device a pool pointer belongs to, as streampool answers it.
+int device_of(CUdeviceptr pointer) {
+  int ordinal = -1;
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer), CUDA_SUCCESS);
+  return ordinal;
+}
+
+// NVIDIA's contexts are heap objects: a context created after another was destroyed may get its
+// handle, on another device. streampool must answer for the new context: its device's pool on its
+// legacy, per-thread and created streams, nothing cached for the old one. The fake reuses context
+// handles only when asked (STREAMPOOL_FAKE_REUSE_CONTEXTS=1, two devices), hence a child.
+TEST_F(ContextHooks, DISABLED_AContextHandleReusedOnAnotherDeviceServesThatDevice) {
+  CUcontext old_context = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&old_context, nullptr, 0, 0), CUDA_SUCCESS);  // now current
+  CUstream old_stream = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&old_stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_EQ(device_of(alloc_free(CU_STREAM_LEGACY)), 0);
+  EXPECT_EQ(device_of(alloc_free(CU_STREAM_PER_THREAD)), 0);
+  EXPECT_EQ(device_of(alloc_free(old_stream)), 0);
+  ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxDestroy_v2)(old_context), CUDA_SUCCESS);
+
+  CUcontext reborn = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&reborn, nullptr, 0, 1), CUDA_SUCCESS);
+  ASSERT_EQ(reborn, old_context) << "the fake did not reuse the context handle";
+  // Before any stream is created in it (a creation makes every cached route stale by itself).
+  EXPECT_EQ(device_of(alloc_free(CU_STREAM_LEGACY)), 1) << "the legacy stream served from the old context's device";
+  EXPECT_EQ(device_of(alloc_free(CU_STREAM_PER_THREAD)), 1) << "the per-thread stream served from the old device";
+  CUstream new_stream = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&new_stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_EQ(new_stream, old_stream) << "the fake did not reuse the stream handle";
+  EXPECT_EQ(device_of(alloc_free(new_stream)), 1) << "the created stream served from the old device";
+  EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxDestroy_v2)(reborn), CUDA_SUCCESS);
+}
+
+TEST_F(ContextHooks, AContextHandleReusedOnAnotherDeviceServesThatDevice) {
+  EXPECT_EQ(hooks_test::run_child_test("ContextHooks.DISABLED_AContextHandleReusedOnAnotherDeviceServesThatDevice",
+                                       {"STREAMPOOL_FAKE_DEVICES=2", "STREAMPOOL_FAKE_REUSE_CONTEXTS=1"}),
+            0);
+}
+
 // A stream's work held back until `gate` opens (a host function), so its frees stay pending.
 void hold_until(CUstream on, std::atomic<bool>* gate) {
   ASSERT_EQ(SP(cuLaunchHostFunc)(on, [](void* data) {
