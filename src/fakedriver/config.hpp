@@ -3,7 +3,8 @@
 //   STREAMPOOL_FAKE_MEMORY   bytes per device, with an optional K/M/G/T suffix (binary; default 16G)
 //   STREAMPOOL_FAKE_REUSE_CONTEXTS  1: a created context takes the handle of the context destroyed
 //                            last, on whatever device, as NVIDIA's driver may (its contexts are heap
-//                            objects); default 0: a destroyed context's handle stays stale for good
+//                            objects), and a destroyed context's events go with it (their handles
+//                            reused too); default 0: a destroyed context's handle stays stale for good
 #pragma once
 
 #include <cstdint>

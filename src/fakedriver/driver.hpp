@@ -54,6 +54,7 @@ class Driver {
   // streams and memory are gone: only then may a create reuse its handle (config.hpp).
   bool forget_context(Context* context);  // false: not live (another destroy took it)
   void retire_context(Context* context);
+  bool reuses_context_handles() const { return config_.reuse_context_handles; }
 
   // Streams created by cuStreamCreate*. Handles are reused, most recently destroyed first
   // (handle_slots.hpp).

@@ -44,4 +44,14 @@ bool unregister_event(CUevent handle) {
   return true;
 }
 
+void unregister_events_of(const Context* context) {
+  auto& registry = events();
+  std::unique_lock lock(registry.mutex);
+  std::erase_if(registry.live, [&registry, context](const auto& entry) {
+    if (entry.second->context() != context) return false;
+    registry.handles.give_back(entry.first);
+    return true;
+  });
+}
+
 }  // namespace fake

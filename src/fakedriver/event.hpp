@@ -47,5 +47,8 @@ class Event {
 CUevent register_event(std::shared_ptr<Event> event);
 std::shared_ptr<Event> find_event(CUevent handle);
 bool unregister_event(CUevent handle);
+// A destroyed context's events go with it, their handles given back for reuse (only where contexts
+// are recycled, STREAMPOOL_FAKE_REUSE_CONTEXTS=1: config.hpp).
+void unregister_events_of(const Context* context);
 
 }  // namespace fake

@@ -86,12 +86,13 @@ TEST_F(HandlesTest, EventRecordsOnlyOnStreamsOfItsOwnContextButAnyStreamMayWaitF
 
 // Contexts: a destroyed context's handle stays stale by default; with STREAMPOOL_FAKE_REUSE_CONTEXTS=1
 // the next create takes it, on whatever device it is asked for, as NVIDIA's heap-allocated contexts
-// may (code keyed by a context handle must then not answer for the old context).
+// may (code keyed by a context handle must then not answer for the old context), and the old
+// context's events are gone with it.
 TEST_F(HandlesTest, ContextHandlesAreReusedOnlyWhenAskedFor) {
   EXPECT_EQ(run_self_with_environment("STREAMPOOL_FAKE_DEVICES=2", "--report-context-reuse"),
-            "stale=201 reused=0 device=1 third_new=1\n");
+            "stale=201 reused=0 device=1 third_new=1 event=0\n");
   EXPECT_EQ(run_self_with_environment("STREAMPOOL_FAKE_DEVICES=2 STREAMPOOL_FAKE_REUSE_CONTEXTS=1", "--report-context-reuse"),
-            "stale=201 reused=1 device=1 third_new=1\n");
+            "stale=201 reused=1 device=1 third_new=1 event=400\n");
   const std::string refused =
       run_self_with_environment("STREAMPOOL_FAKE_DEVICES=2 STREAMPOOL_FAKE_REUSE_CONTEXTS=yes 2>&1", "--report-context-reuse");
   EXPECT_NE(refused.find("bad STREAMPOOL_FAKE_REUSE_CONTEXTS value 'yes'"), std::string::npos) << refused;

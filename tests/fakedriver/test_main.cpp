@@ -63,21 +63,27 @@ int make_traced_calls() {
 }
 
 // A context on device 0 destroyed, then one created on the last device: whether it got the old
-// handle, the device the handle now names, and what a third create gets (handles_test.cpp).
+// handle, the device the handle now names, and what a third create gets, and what a query of the old
+// context's event answers (handles_test.cpp).
 int report_context_reuse() {
   int devices = 0;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&devices) != CUDA_SUCCESS) return 1;
   CUcontext first = nullptr;
   CUcontext second = nullptr;
   CUcontext third = nullptr;
-  if (cuCtxCreate_v4(&first, nullptr, 0, 0) != CUDA_SUCCESS || cuCtxDestroy_v2(first) != CUDA_SUCCESS) return 1;
+  CUevent event = nullptr;
+  if (cuCtxCreate_v4(&first, nullptr, 0, 0) != CUDA_SUCCESS || cuEventCreate(&event, 0) != CUDA_SUCCESS ||
+      cuCtxDestroy_v2(first) != CUDA_SUCCESS) {
+    return 1;
+  }
   const CUresult stale = cuCtxPushCurrent_v2(first);
+  const CUresult event_after = cuEventQuery(event);
   if (cuCtxCreate_v4(&second, nullptr, 0, devices - 1) != CUDA_SUCCESS) return 1;
   CUdevice device = -1;
   if (cuCtxGetDevice(&device) != CUDA_SUCCESS) return 1;
   if (cuCtxCreate_v4(&third, nullptr, 0, 0) != CUDA_SUCCESS) return 1;
-  std::printf("stale=%d reused=%d device=%d third_new=%d\n", static_cast<int>(stale), second == first ? 1 : 0,
-              static_cast<int>(device), third != first ? 1 : 0);
+  std::printf("stale=%d reused=%d device=%d third_new=%d event=%d\n", static_cast<int>(stale), second == first ? 1 : 0,
+              static_cast<int>(device), third != first ? 1 : 0, static_cast<int>(event_after));
   return 0;
 }
 

@@ -274,6 +274,58 @@ void hold_until(CUstream on, std::atomic<bool>* gate) {
   }, gate), CUDA_SUCCESS);
 }
 
+// A context's end takes streampool's marker events with it: the driver destroyed them, and hands
+// their handles to the program's next events. A context created under the old handle must get
+// markers of its own: a marker event kept from the old context would now be the program's event,
+// and streampool would record it. Two streams, one held: the second's allocation of the size the
+// first freed grows the pool and records a marker on the first (as a marker on a held stream it
+// stays pending). Needs reused context and event handles (STREAMPOOL_FAKE_REUSE_CONTEXTS=1).
+TEST_F(ContextHooks, DISABLED_AContextsMarkerEventsEndWithItAndNeverBecomeTheProgramsEvents) {
+  constexpr size_t kChunk = size_t{32} << 20;  // a pool's first growth: a second one must grow again
+  const auto marker_round = [&](std::atomic<bool>* gate, CUstream* held, CUstream* other) {
+    ASSERT_EQ(SP(cuStreamCreate)(held, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamCreate)(other, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(hold_until(*held, gate));
+    CUdeviceptr freed = 0;
+    CUdeviceptr grown = 0;
+    ASSERT_EQ(SP(cuMemAllocAsync)(&freed, kChunk, *held), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuMemFreeAsync)(freed, *held), CUDA_SUCCESS);
+    const unsigned long long records = hooks_test::fake_calls("cuEventRecord");
+    ASSERT_EQ(SP(cuMemAllocAsync)(&grown, kChunk, *other), CUDA_SUCCESS);
+    EXPECT_NE(grown, freed);
+    EXPECT_GT(hooks_test::fake_calls("cuEventRecord"), records) << "no marker recorded on the held stream";
+    ASSERT_EQ(SP(cuMemFreeAsync)(grown, *other), CUDA_SUCCESS);
+  };
+  CUcontext old_context = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&old_context, nullptr, 0, 0), CUDA_SUCCESS);  // now current
+  std::atomic<bool> first_gate{false};
+  CUstream held = nullptr;
+  CUstream other = nullptr;
+  ASSERT_NO_FATAL_FAILURE(marker_round(&first_gate, &held, &other));
+  first_gate.store(true);
+  ASSERT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxDestroy_v2)(old_context), CUDA_SUCCESS);
+
+  CUcontext reborn = nullptr;
+  ASSERT_EQ(SP(cuCtxCreate_v4)(&reborn, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(reborn, old_context) << "the fake did not reuse the context handle";
+  CUevent programs = nullptr;  // takes the handle of the old context's (streampool's) event
+  ASSERT_EQ(SP(cuEventCreate)(&programs, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  std::atomic<bool> second_gate{false};
+  ASSERT_NO_FATAL_FAILURE(marker_round(&second_gate, &held, &other));
+  EXPECT_EQ(SP(cuEventQuery)(programs), CUDA_SUCCESS) << "streampool recorded the program's event as its marker";
+  second_gate.store(true);
+  EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuEventDestroy_v2)(programs), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxDestroy_v2)(reborn), CUDA_SUCCESS);
+}
+
+TEST_F(ContextHooks, AContextsMarkerEventsEndWithItAndNeverBecomeTheProgramsEvents) {
+  EXPECT_EQ(hooks_test::run_child_test("ContextHooks.DISABLED_AContextsMarkerEventsEndWithItAndNeverBecomeTheProgramsEvents",
+                                       {"STREAMPOOL_FAKE_REUSE_CONTEXTS=1"}),
+            0);
+}
+
 // A context's end ends its own streams in the tracking and no other's: another context's stream
 // and per-thread stream keep their identity, and each takes back its own pending free at once;
 // the ended context's stream handle is no longer one streampool routes.
