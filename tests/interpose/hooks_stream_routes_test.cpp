@@ -3,7 +3,10 @@
 // of each stream they resolved in per-thread caches (a few most recent routes per hook, and a
 // table of streams indexed by handle bits); a cache entry of one stream must never answer for
 // another, so streams of both devices are used in turn, more of them than the caches hold.
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "hooks_test_api.hpp"
@@ -71,6 +74,50 @@ TEST_F(StreamRoutes, StreamsOfTwoDevicesUsedInTurnEachAllocateFromTheirOwnDevice
 
   EXPECT_EQ(misrouted, 0) << "allocations served by the other device's pool";
   for (CUstream created : streams) EXPECT_EQ(SP(cuStreamSynchronize)(created), CUDA_SUCCESS);
+}
+
+// The fake driver's delay before an entry point acts (src/fakedriver/entry_delay.hpp); 0 removes it.
+void delay_before(const char* entry_point, unsigned microseconds) {
+  auto set = reinterpret_cast<void (*)(const char*, unsigned)>(dlsym(fake_driver(), "streampool_fake_set_delay"));
+  ASSERT_NE(set, nullptr);
+  set(entry_point, microseconds);
+}
+
+// A stream used on one thread while another destroys it (the program's race, which CUDA leaves
+// undefined; streampool must not carry it further): the use registers the stream again after the
+// destroy's hook forgot it and before the driver destroyed it. The next stream the driver creates
+// under that handle, here on the other device, must still be served by its own device's pool: a
+// creation forgets whatever is known of its handle, and every route cached for it.
+TEST_F(StreamRoutes, AStreamUsedWhileItIsDestroyedLeavesNothingToTheNextStreamUnderItsHandle) {
+  CUstream doomed = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&doomed, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);  // device 0
+  ASSERT_NO_FATAL_FAILURE(delay_before("cuStreamDestroy_v2", 1'000'000));
+  const unsigned long long destroys = fake_calls("cuStreamDestroy_v2");
+  std::thread destroyer([doomed] { SP(cuStreamDestroy_v2)(doomed); });
+  while (fake_calls("cuStreamDestroy_v2") == destroys) std::this_thread::yield();  // in the driver, not yet acted
+  CUdeviceptr during = 0;
+  const CUresult used = SP(cuMemAllocAsync)(&during, 256, doomed);
+  destroyer.join();
+  ASSERT_NO_FATAL_FAILURE(delay_before("cuStreamDestroy_v2", 0));
+  EXPECT_EQ(used, CUDA_SUCCESS);
+
+  ASSERT_EQ(SP(cuCtxSetCurrent)(device1), CUDA_SUCCESS);
+  CUstream reborn = nullptr;
+  ASSERT_EQ(SP(cuStreamCreate)(&reborn, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  streams.push_back(reborn);
+  ASSERT_EQ(reborn, doomed) << "the fake did not reuse the stream handle";
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  CUdeviceptr block = 0;
+  ASSERT_EQ(SP(cuMemAllocAsync)(&block, 256, reborn), CUDA_SUCCESS);
+  CUmemoryPool served_by = nullptr;
+  EXPECT_EQ(SP(cuPointerGetAttribute)(&served_by, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, block), CUDA_SUCCESS);
+  EXPECT_EQ(served_by, pools[1]) << "the new stream was served as the destroyed one of device 0";
+  EXPECT_EQ(SP(cuMemFreeAsync)(block, reborn), CUDA_SUCCESS);
+  if (used == CUDA_SUCCESS) {
+    EXPECT_EQ(SP(cuMemFreeAsync)(during, CU_STREAM_LEGACY), CUDA_SUCCESS);
+  }
+  EXPECT_EQ(SP(cuStreamSynchronize)(reborn), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
 }
 
 }  // namespace
