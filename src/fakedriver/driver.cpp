@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include <pthread.h>
+
 namespace fake {
 
 Driver& Driver::instance() {
@@ -19,6 +21,51 @@ Driver::Driver() : config_(read_config_from_environment()) {
     }
     devices_.push_back(std::move(device));
   }
+  // Here: the driver exists before any stream does.
+  pthread_atfork(&Driver::before_fork, &Driver::after_fork_in_parent, &Driver::after_fork_in_child);
+}
+
+void Driver::stream_born(Stream* stream) {
+  std::lock_guard lock(live_streams_mutex_);
+  live_streams_.insert(stream);
+}
+
+void Driver::stream_gone(Stream* stream) {
+  std::lock_guard lock(live_streams_mutex_);
+  live_streams_.erase(stream);
+}
+
+// The locks are taken in the order the fake nests them (a stream is destroyed under streams_mutex_
+// in unregister_streams_of; nothing takes a registry lock under a stream's), so the forking thread
+// holds them all across the fork and the child copies no registry or queue in mid-update.
+void Driver::before_fork() {
+  Driver& driver = instance();
+  driver.contexts_mutex_.lock();
+  driver.streams_mutex_.lock();
+  driver.live_streams_mutex_.lock();
+  for (Stream* stream : driver.live_streams_) stream->hold_for_fork();
+}
+
+void Driver::after_fork_in_parent() {
+  Driver& driver = instance();
+  for (Stream* stream : driver.live_streams_) stream->release_after_fork();
+  driver.live_streams_mutex_.unlock();
+  driver.streams_mutex_.unlock();
+  driver.contexts_mutex_.unlock();
+}
+
+void Driver::after_fork_in_child() {
+  Driver& driver = instance();
+  // Fresh locks rather than unlocks: the child's only thread holds them, as a copy of the forking
+  // thread, and a fresh lock is a free one whatever the copy says.
+  std::construct_at(&driver.contexts_mutex_);
+  std::construct_at(&driver.streams_mutex_);
+  std::construct_at(&driver.live_streams_mutex_);
+  // Every stream reset before any worker starts: a worker may wait for another stream's work.
+  for (Stream* stream : driver.live_streams_) stream->reset_in_fork_child();
+  // Under the lock: a started worker may drop a stream's last reference while the walk goes on.
+  std::lock_guard lock(driver.live_streams_mutex_);
+  for (Stream* stream : driver.live_streams_) stream->resume_in_fork_child();
 }
 
 CUresult Driver::initialize(unsigned flags) {
