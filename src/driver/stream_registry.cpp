@@ -399,6 +399,12 @@ std::size_t contexts_seen() noexcept {
   return shared.contexts.size();
 }
 
+std::size_t streams_seen() noexcept {
+  Registry& shared = registry();
+  std::shared_lock lock(shared.mutex);
+  return shared.streams.size() + shared.per_thread_streams.size();
+}
+
 void set_per_thread_exit_handler(PerThreadExitHandler handler) noexcept {
   per_thread_exit_handler.store(handler, std::memory_order_release);
 }

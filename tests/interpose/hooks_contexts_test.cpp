@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "hooks_test_api.hpp"
 
@@ -268,6 +269,66 @@ TEST_F(ContextHooks, AContextsEndLeavesAnotherContextsStreamsTheirOwnPendingFree
   EXPECT_EQ(SP(cuMemFreeAsync)(again, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemFreeAsync)(per_thread_again, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+}
+
+// What streampool holds for the contexts it has met (hooks_test_api.hpp's debug exports).
+struct HeldForContexts {
+  size_t registry_contexts = 0;
+  size_t registry_streams = 0;
+  size_t marker_events = 0;
+};
+HeldForContexts held_for_contexts() {
+  using Count = int (*)(size_t*);
+  HeldForContexts held;
+  for (auto [name, out] : {std::pair{"streampool_debug_registry_contexts", &held.registry_contexts},
+                           std::pair{"streampool_debug_registry_streams", &held.registry_streams},
+                           std::pair{"streampool_debug_marker_events", &held.marker_events}}) {
+    auto count = reinterpret_cast<Count>(hooks_test::streampool_symbol(name));
+    EXPECT_NE(count, nullptr) << name;
+    if (count != nullptr) {
+      EXPECT_EQ(count(out), CUDA_SUCCESS) << name;
+    }
+  }
+  return held;
+}
+
+// A long-running program whose contexts come and go holds constant memory: an ended context leaves
+// neither its entries in the stream registry (the context, its streams) nor its marker events
+// behind. In each context a stream is destroyed with a free pending behind its work, which
+// records a marker there; another stream is not destroyed but goes with its context.
+TEST_F(ContextHooks, ContextsThatComeAndGoLeaveNoRegistryEntriesOrMarkerEventsBehind) {
+  size_t markers_while_alive = 0;
+  const auto one_round = [&] {
+    CUcontext created = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);  // now current
+    CUstream destroyed = nullptr;
+    CUstream kept = nullptr;
+    ASSERT_EQ(SP(cuStreamCreate)(&destroyed, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamCreate)(&kept, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    std::atomic<bool> gate{false};
+    CUdeviceptr block = 0;
+    ASSERT_EQ(SP(cuMemAllocAsync)(&block, 1 << 20, destroyed), CUDA_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(hold_until(destroyed, &gate));
+    ASSERT_EQ(SP(cuMemFreeAsync)(block, destroyed), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamDestroy_v2)(destroyed), CUDA_SUCCESS);  // records a marker behind the free
+    EXPECT_NE(alloc_free(kept), 0u);
+    EXPECT_NE(alloc_free(CU_STREAM_LEGACY), 0u);
+    markers_while_alive = held_for_contexts().marker_events;
+    gate.store(true);
+    ASSERT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+  };
+  ASSERT_NO_FATAL_FAILURE(one_round());
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_first_round = held_for_contexts();
+  EXPECT_GT(markers_while_alive, after_first_round.marker_events) << "no marker was recorded in the context";
+
+  for (int round = 0; round < 20; ++round) ASSERT_NO_FATAL_FAILURE(one_round());
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_many_rounds = held_for_contexts();
+
+  EXPECT_EQ(after_many_rounds.registry_contexts, after_first_round.registry_contexts);
+  EXPECT_EQ(after_many_rounds.registry_streams, after_first_round.registry_streams);
+  EXPECT_EQ(after_many_rounds.marker_events, after_first_round.marker_events);
 }
 
 }  // namespace
