@@ -331,4 +331,44 @@ TEST_F(ContextHooks, ContextsThatComeAndGoLeaveNoRegistryEntriesOrMarkerEventsBe
   EXPECT_EQ(after_many_rounds.marker_events, after_first_round.marker_events);
 }
 
+// streampool holds a reference of its own on a primary context it works in (pool memory is set up
+// there when no context of the device is current). A program that releases the primary context
+// more often than it retained it ends that reference too; streampool's next use of the context
+// takes a new one, so the program's own retains and releases, balanced from then on, leave the
+// context (and what streampool set up in it) alive.
+TEST_F(ContextHooks, AfterAnOverReleaseStreampoolRetainsThePrimaryContextAgainForItsOwnUse) {
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(stream), CUDA_SUCCESS);
+  stream = nullptr;
+  // Created on a thread with no context current: set up in the primary context.
+  const auto pool_made_without_a_current_context = [this] {
+    CUmemoryPool pool = nullptr;
+    std::thread([&] { pool = create_device_pool(); }).join();
+    return pool;
+  };
+  CUmemoryPool before = pool_made_without_a_current_context();  // streampool retains the context, if not yet
+  ASSERT_NE(before, nullptr);
+  unsigned flags = 0;
+  int active = 1;
+  while (active != 0) {  // the fixture's reference, and streampool's
+    ASSERT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(device), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuDevicePrimaryCtxGetState)(device, &flags, &active), CUDA_SUCCESS);
+  }
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, device), CUDA_SUCCESS);  // the program's, again
+  const unsigned long long retains_before = hooks_test::fake_calls("cuDevicePrimaryCtxRetain");
+
+  CUmemoryPool after = pool_made_without_a_current_context();
+
+  EXPECT_EQ(hooks_test::fake_calls("cuDevicePrimaryCtxRetain"), retains_before + 1)
+      << "streampool used the primary context without a reference of its own";
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(device), CUDA_SUCCESS);  // the program's retain above
+  ASSERT_EQ(SP(cuDevicePrimaryCtxGetState)(device, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 1) << "the program's balanced release ended the primary context streampool works in";
+  EXPECT_EQ(SP(cuMemPoolDestroy)(after), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(before), CUDA_SUCCESS);
+  // The fixture's reference again, for TearDown and the tests after this one.
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&context, device), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+}
+
 }  // namespace
