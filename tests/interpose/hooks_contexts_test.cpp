@@ -371,4 +371,30 @@ TEST_F(ContextHooks, AfterAnOverReleaseStreampoolRetainsThePrimaryContextAgainFo
   ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
 }
 
+// A thread's per-thread default stream of a context ends with the context: a thread that meets
+// more contexts over its life than streampool has per-thread slots for (64) allocates on its
+// per-thread stream in each, and the registry holds no ended context's per-thread stream.
+TEST_F(ContextHooks, AThreadsPerThreadStreamServesItInAsManyContextsAsComeAndGo) {
+  const auto one_round = [&](int round) {
+    CUcontext created = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);  // now current
+    CUdeviceptr pointer = 0;
+    ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS) << "context " << round;
+    ASSERT_EQ(SP(cuMemFreeAsync)(pointer, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+  };
+  ASSERT_NO_FATAL_FAILURE(one_round(0));
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_first_round = held_for_contexts();
+
+  for (int round = 1; round < 100; ++round) ASSERT_NO_FATAL_FAILURE(one_round(round));
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_many_rounds = held_for_contexts();
+
+  EXPECT_EQ(after_many_rounds.registry_streams, after_first_round.registry_streams);
+  EXPECT_EQ(after_many_rounds.registry_contexts, after_first_round.registry_contexts);
+  EXPECT_NE(alloc_free(CU_STREAM_PER_THREAD), 0u);  // the primary context's, still there
+  EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+}
+
 }  // namespace
