@@ -17,7 +17,9 @@
 // where work is queued. An operation waiting for other streams' work when the fork came is still
 // queued and runs in the child; one whose work had started counts as done there (its thread, and
 // whatever it had left to do, stayed in the parent). NVIDIA's driver serves no call in a forked
-// child; the fake does, so that fork handling above it (streampool's) can be tested.
+// child; the fake does, so that fork handling above it (streampool's) can be tested. A fork from
+// inside a stream's own work (a host function that forks) is not supported: the child's copy of
+// that worker would run on beside the new one.
 #pragma once
 
 #include <cuda.h>
