@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include "event.hpp"
+
 namespace fake {
 
 Driver& Driver::instance() {
@@ -35,13 +37,20 @@ void Driver::stream_gone(Stream* stream) {
   live_streams_.erase(stream);
 }
 
-// The locks are taken in the order the fake nests them (a stream is destroyed under streams_mutex_
-// in unregister_streams_of; nothing takes a registry lock under a stream's), so the forking thread
-// holds them all across the fork and the child copies no registry or queue in mid-update.
+// The locks are taken in the order the fake nests them (a context's submission lock before its
+// streams', handle slots under the registries, a stream destroyed under streams_mutex_ in
+// unregister_streams_of; nothing takes a registry lock under a stream's), so the forking thread
+// holds them all across the fork and the child copies no registry or queue in mid-update. Each is
+// held briefly by whoever holds it, never while waiting for stream work (a primary context's lock
+// is, during a reset: not taken here), so the fork never waits for work to finish.
 void Driver::before_fork() {
   Driver& driver = instance();
   driver.contexts_mutex_.lock();
+  for (const Context* context : driver.contexts_) const_cast<Context*>(context)->hold_for_fork();
+  for (Context* context : driver.retired_contexts_) context->hold_for_fork();
   driver.streams_mutex_.lock();
+  driver.stream_handles_.hold_for_fork();
+  hold_events_for_fork();
   driver.live_streams_mutex_.lock();
   for (Stream* stream : driver.live_streams_) stream->hold_for_fork();
 }
@@ -50,7 +59,11 @@ void Driver::after_fork_in_parent() {
   Driver& driver = instance();
   for (Stream* stream : driver.live_streams_) stream->release_after_fork();
   driver.live_streams_mutex_.unlock();
+  release_events_after_fork();
+  driver.stream_handles_.release_after_fork();
   driver.streams_mutex_.unlock();
+  for (Context* context : driver.retired_contexts_) context->release_after_fork();
+  for (const Context* context : driver.contexts_) const_cast<Context*>(context)->release_after_fork();
   driver.contexts_mutex_.unlock();
 }
 
@@ -59,7 +72,11 @@ void Driver::after_fork_in_child() {
   // Fresh locks rather than unlocks: the child's only thread holds them, as a copy of the forking
   // thread, and a fresh lock is a free one whatever the copy says.
   std::construct_at(&driver.contexts_mutex_);
+  for (const Context* context : driver.contexts_) const_cast<Context*>(context)->reset_in_fork_child();
+  for (Context* context : driver.retired_contexts_) context->reset_in_fork_child();
   std::construct_at(&driver.streams_mutex_);
+  driver.stream_handles_.reset_in_fork_child();
+  reset_events_in_fork_child();
   std::construct_at(&driver.live_streams_mutex_);
   // Every stream reset before any worker starts: a worker may wait for another stream's work.
   for (Stream* stream : driver.live_streams_) stream->reset_in_fork_child();

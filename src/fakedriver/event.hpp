@@ -48,4 +48,10 @@ CUevent register_event(std::shared_ptr<Event> event);
 std::shared_ptr<Event> find_event(CUevent handle);
 bool unregister_event(CUevent handle);
 
+// Fork support (driver.cpp's pthread_atfork handlers): the event registry's locks are held across
+// the fork, and fresh in the child.
+void hold_events_for_fork();
+void release_events_after_fork();
+void reset_events_in_fork_child();
+
 }  // namespace fake
