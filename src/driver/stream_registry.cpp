@@ -77,9 +77,19 @@ struct CachedContext {
 thread_local CachedContext cached_context;
 
 // This thread's per-thread default streams: slot i holds the context it stands for (null: free).
-// Its address is the stream's key, so a key names exactly one thread and context.
+// Its address is the stream's key, so a key names exactly one thread and context. A context's
+// end frees its slots in every thread (forget_context, under the registry's lock), so a thread
+// that meets more contexts over its life than it has slots keeps finding one; a slot is
+// therefore read and written atomically (relaxed: the lock orders the rest).
 constexpr int kPerThreadSlots = 64;
 thread_local CUcontext per_thread_slots[kPerThreadSlots];
+
+CUcontext slot_context(CUcontext& slot) noexcept {
+  return std::atomic_ref<CUcontext>(slot).load(std::memory_order_relaxed);
+}
+void set_slot_context(CUcontext& slot, CUcontext context) noexcept {
+  std::atomic_ref<CUcontext>(slot).store(context, std::memory_order_relaxed);
+}
 
 // Tells the engine at thread exit that this thread's per-thread streams are gone.
 struct PerThreadStreamsExit {
@@ -89,14 +99,12 @@ struct PerThreadStreamsExit {
     PerThreadExitHandler handler = per_thread_exit_handler.load(std::memory_order_acquire);
     Registry& shared = registry();
     for (CUcontext& slot : per_thread_slots) {
-      if (slot == nullptr) continue;
+      if (slot_context(slot) == nullptr) continue;
       auto key = reinterpret_cast<core::StreamKey>(&slot) + kPerThreadTag;
       if (handler != nullptr) handler(key);
-      {
-        std::unique_lock lock(shared.mutex);
-        shared.per_thread_streams.erase(key);
-      }
-      slot = nullptr;
+      std::unique_lock lock(shared.mutex);
+      shared.per_thread_streams.erase(key);
+      set_slot_context(slot, nullptr);
     }
   }
 };
@@ -215,19 +223,19 @@ unsigned cache_slot(std::uintptr_t handle) noexcept {
 // This thread's key for the per-thread default stream of `context`; 0 when all slots are taken.
 core::StreamKey per_thread_key(CUcontext context) noexcept {
   for (CUcontext& slot : per_thread_slots) {
-    if (slot == context) [[likely]] return reinterpret_cast<core::StreamKey>(&slot) + kPerThreadTag;
+    if (slot_context(slot) == context) [[likely]] return reinterpret_cast<core::StreamKey>(&slot) + kPerThreadTag;
   }
   for (CUcontext& slot : per_thread_slots) {
-    if (slot != nullptr) continue;
+    if (slot_context(slot) != nullptr) continue;
     auto key = reinterpret_cast<core::StreamKey>(&slot) + kPerThreadTag;
     try {
       Registry& shared = registry();
       std::unique_lock lock(shared.mutex);
       shared.per_thread_streams[key] = context;
+      set_slot_context(slot, context);  // under the lock, as forget_context clears it
     } catch (...) {
       return 0;
     }
-    slot = context;
     per_thread_streams_exit.armed = true;
     partners_seen.store(true, std::memory_order_release);
     return key;
@@ -305,7 +313,7 @@ core::Status target_of_key(core::StreamKey key, StreamTarget* target) noexcept {
     case kPerThreadTag: {
       std::uintptr_t slot_address = key - kPerThreadTag;
       if (!own_per_thread_slot(slot_address)) return core::Status::not_supported;
-      CUcontext context = *reinterpret_cast<CUcontext*>(slot_address);
+      CUcontext context = slot_context(*reinterpret_cast<CUcontext*>(slot_address));
       if (context == nullptr) return core::Status::invalid_value;
       target->stream = CU_STREAM_PER_THREAD;
       target->context = context;
@@ -388,6 +396,14 @@ void forget_context(CUcontext context) noexcept {
   {
     std::unique_lock lock(shared.mutex);
     std::erase_if(shared.streams, [context](const auto& item) { return item.second.context == context; });
+    // Its per-thread streams too, and their threads' slots with them (a key names a live thread's
+    // slot: a thread's exit takes its keys out under this lock), free for those threads' next
+    // contexts: else a thread that met as many contexts as it has slots could not name another.
+    std::erase_if(shared.per_thread_streams, [context](const auto& item) {
+      if (item.second != context) return false;
+      set_slot_context(*reinterpret_cast<CUcontext*>(item.first - kPerThreadTag), nullptr);
+      return true;
+    });
     shared.contexts.erase(reinterpret_cast<std::uintptr_t>(context));
   }
   invalidate_routes();
@@ -397,6 +413,12 @@ std::size_t contexts_seen() noexcept {
   Registry& shared = registry();
   std::shared_lock lock(shared.mutex);
   return shared.contexts.size();
+}
+
+std::size_t streams_seen() noexcept {
+  Registry& shared = registry();
+  std::shared_lock lock(shared.mutex);
+  return shared.streams.size() + shared.per_thread_streams.size();
 }
 
 void set_per_thread_exit_handler(PerThreadExitHandler handler) noexcept {

@@ -83,6 +83,9 @@ void forget_context(CUcontext context) noexcept;
 // How many distinct contexts streams have been seen in (a host sync of one context may be treated
 // as a sync of everything while this is 1).
 std::size_t contexts_seen() noexcept;
+// How many streams the registry holds: created streams and live threads' per-thread streams (tests:
+// a program whose streams and contexts come and go must hold a bounded number).
+std::size_t streams_seen() noexcept;
 
 // Called on a thread's exit with the key of each per-thread default stream it used, so the engine
 // can treat it as destroyed (the slot's address may be reused by a later thread).

@@ -125,6 +125,21 @@ void Context::tear_down() {
   id_.store(next_context_id++);
 }
 
+void Context::hold_for_fork() {
+  implicit_sync_mutex_.lock();  // in the order submit_all takes them
+  streams_mutex_.lock();
+}
+
+void Context::release_after_fork() {
+  streams_mutex_.unlock();
+  implicit_sync_mutex_.unlock();
+}
+
+void Context::reset_in_fork_child() {
+  std::construct_at(&streams_mutex_);
+  std::construct_at(&implicit_sync_mutex_);
+}
+
 Context* current_context() { return context_stack.empty() ? nullptr : context_stack.back(); }
 
 void set_current_context(Context* context) {

@@ -50,6 +50,12 @@ class Context {
   // new identity, so that per-thread default streams of the old one are not reused.
   void tear_down();
 
+  // Fork support (driver.cpp's pthread_atfork handlers): the context's stream-list and submission
+  // locks are held across the fork, and fresh in the child.
+  void hold_for_fork();
+  void release_after_fork();
+  void reset_in_fork_child();
+
   // Primary-context bookkeeping (cuDevicePrimaryCtx*).
   std::mutex primary_mutex;
   unsigned primary_retains = 0;

@@ -1,6 +1,10 @@
 #include "driver.hpp"
 
+#include <pthread.h>
+
 #include <new>
+
+#include "event.hpp"
 
 namespace fake {
 
@@ -21,6 +25,66 @@ Driver::Driver() : config_(read_config_from_environment()) {
     }
     devices_.push_back(std::move(device));
   }
+  // Here: the driver exists before any stream does.
+  pthread_atfork(&Driver::before_fork, &Driver::after_fork_in_parent, &Driver::after_fork_in_child);
+}
+
+void Driver::stream_born(Stream* stream) {
+  std::lock_guard lock(live_streams_mutex_);
+  live_streams_.insert(stream);
+}
+
+void Driver::stream_gone(Stream* stream) {
+  std::lock_guard lock(live_streams_mutex_);
+  live_streams_.erase(stream);
+}
+
+// The locks are taken in the order the fake nests them (a context's submission lock before its
+// streams', handle slots under the registries, a stream destroyed under streams_mutex_ in
+// unregister_streams_of; nothing takes a registry lock under a stream's), so the forking thread
+// holds them all across the fork and the child copies no registry or queue in mid-update. Each is
+// held briefly by whoever holds it, never while waiting for stream work (a primary context's lock
+// is, during a reset: not taken here), so the fork never waits for work to finish.
+void Driver::before_fork() {
+  Driver& driver = instance();
+  driver.contexts_mutex_.lock();
+  for (const Context* context : driver.contexts_) const_cast<Context*>(context)->hold_for_fork();
+  for (Context* context : driver.retired_contexts_) context->hold_for_fork();
+  driver.streams_mutex_.lock();
+  driver.stream_handles_.hold_for_fork();
+  hold_events_for_fork();
+  driver.live_streams_mutex_.lock();
+  for (Stream* stream : driver.live_streams_) stream->hold_for_fork();
+}
+
+void Driver::after_fork_in_parent() {
+  Driver& driver = instance();
+  for (Stream* stream : driver.live_streams_) stream->release_after_fork();
+  driver.live_streams_mutex_.unlock();
+  release_events_after_fork();
+  driver.stream_handles_.release_after_fork();
+  driver.streams_mutex_.unlock();
+  for (Context* context : driver.retired_contexts_) context->release_after_fork();
+  for (const Context* context : driver.contexts_) const_cast<Context*>(context)->release_after_fork();
+  driver.contexts_mutex_.unlock();
+}
+
+void Driver::after_fork_in_child() {
+  Driver& driver = instance();
+  // Fresh locks rather than unlocks: the child's only thread holds them, as a copy of the forking
+  // thread, and a fresh lock is a free one whatever the copy says.
+  std::construct_at(&driver.contexts_mutex_);
+  for (const Context* context : driver.contexts_) const_cast<Context*>(context)->reset_in_fork_child();
+  for (Context* context : driver.retired_contexts_) context->reset_in_fork_child();
+  std::construct_at(&driver.streams_mutex_);
+  driver.stream_handles_.reset_in_fork_child();
+  reset_events_in_fork_child();
+  std::construct_at(&driver.live_streams_mutex_);
+  // Every stream reset before any worker starts: a worker may wait for another stream's work.
+  for (Stream* stream : driver.live_streams_) stream->reset_in_fork_child();
+  // Under the lock: a started worker may drop a stream's last reference while the walk goes on.
+  std::lock_guard lock(driver.live_streams_mutex_);
+  for (Stream* stream : driver.live_streams_) stream->resume_in_fork_child();
 }
 
 CUresult Driver::initialize(unsigned flags) {
@@ -44,9 +108,10 @@ void Driver::uncharge(CUdevice ordinal, std::uint64_t bytes) { device(ordinal).u
 Context* Driver::create_context(CUdevice device, unsigned flags) {
   std::lock_guard lock(contexts_mutex_);
   Context* context = nullptr;
-  if (config_.reuse_context_handles && !retired_contexts_.empty()) {
-    context = retired_contexts_.back();
-    retired_contexts_.pop_back();
+  if (!reusable_contexts_.empty()) {
+    context = reusable_contexts_.back();
+    reusable_contexts_.pop_back();
+    std::erase(retired_contexts_, context);
     context->~Context();
     new (context) Context(device, flags, false);  // the same handle, a new context (maybe another device)
   } else {
@@ -63,12 +128,15 @@ bool Driver::live_context(const Context* context) {
 
 bool Driver::forget_context(Context* context) {
   std::lock_guard lock(contexts_mutex_);
-  return contexts_.erase(context) != 0;
+  if (contexts_.erase(context) == 0) return false;
+  retired_contexts_.push_back(context);  // still reachable (a fork holds its locks), not yet reusable
+  return true;
 }
 
 void Driver::retire_context(Context* context) {
+  if (!config_.reuse_context_handles) return;
   std::lock_guard lock(contexts_mutex_);
-  retired_contexts_.push_back(context);
+  reusable_contexts_.push_back(context);
 }
 
 CUstream Driver::register_stream(std::shared_ptr<Stream> stream) {

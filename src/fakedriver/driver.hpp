@@ -63,8 +63,16 @@ class Driver {
   std::shared_ptr<Stream> unregister_stream(CUstream handle);
   void unregister_streams_of(const Context* context);
 
+  // Every Stream object alive (legacy, per-thread, created, destroyed but still draining), for the
+  // fork handlers: a forked child restarts their workers (stream.hpp). Called by Stream itself.
+  void stream_born(Stream* stream);
+  void stream_gone(Stream* stream);
+
  private:
   Driver();
+  static void before_fork();
+  static void after_fork_in_parent();
+  static void after_fork_in_child();
 
   const Config config_;
   std::vector<std::unique_ptr<Device>> devices_;
@@ -76,10 +84,15 @@ class Driver {
   // Destroyed contexts are kept (never freed, see context.hpp) and stay reachable from here; with
   // STREAMPOOL_FAKE_REUSE_CONTEXTS=1 the last one is built again in place for the next create.
   std::vector<Context*> retired_contexts_;
+  // Retired contexts whose streams and memory are gone, to be built again in place (most recent last).
+  std::vector<Context*> reusable_contexts_;
 
   std::shared_mutex streams_mutex_;
   std::unordered_map<CUstream, std::shared_ptr<Stream>> streams_;
   HandleSlots stream_handles_;
+
+  std::mutex live_streams_mutex_;
+  std::unordered_set<Stream*> live_streams_;
 };
 
 // Common checks of entry points; each returns CUDA_SUCCESS or the error CUDA gives.

@@ -2,6 +2,7 @@
 
 #include "handle_slots.hpp"
 
+#include <memory>
 #include <shared_mutex>
 #include <unordered_map>
 
@@ -34,6 +35,24 @@ std::shared_ptr<Event> find_event(CUevent handle) {
   std::shared_lock lock(registry.mutex);
   auto found = registry.live.find(handle);
   return found == registry.live.end() ? nullptr : found->second;
+}
+
+void hold_events_for_fork() {
+  auto& registry = events();
+  registry.mutex.lock();
+  registry.handles.hold_for_fork();  // in the order unregister_event takes them
+}
+
+void release_events_after_fork() {
+  auto& registry = events();
+  registry.handles.release_after_fork();
+  registry.mutex.unlock();
+}
+
+void reset_events_in_fork_child() {
+  auto& registry = events();
+  std::construct_at(&registry.mutex);
+  registry.handles.reset_in_fork_child();
 }
 
 bool unregister_event(CUevent handle) {

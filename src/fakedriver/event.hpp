@@ -51,4 +51,10 @@ bool unregister_event(CUevent handle);
 // are recycled, STREAMPOOL_FAKE_REUSE_CONTEXTS=1: config.hpp).
 void unregister_events_of(const Context* context);
 
+// Fork support (driver.cpp's pthread_atfork handlers): the event registry's locks are held across
+// the fork, and fresh in the child.
+void hold_events_for_fork();
+void release_events_after_fork();
+void reset_events_in_fork_child();
+
 }  // namespace fake

@@ -5,6 +5,7 @@
 // so the next create of that kind gets exactly the handle destroyed last.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -15,6 +16,11 @@ class HandleSlots {
   // A handle: the one given back last, or a new one (16-byte aligned, never 0, 1 or 2).
   void* take();
   void give_back(void* handle);
+
+  // Fork support (driver.cpp's pthread_atfork handlers): held across the fork, fresh in the child.
+  void hold_for_fork() { mutex_.lock(); }
+  void release_after_fork() { mutex_.unlock(); }
+  void reset_in_fork_child() { std::construct_at(&mutex_); }
 
  private:
   std::mutex mutex_;

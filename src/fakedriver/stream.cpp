@@ -2,7 +2,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <system_error>
 #include <thread>
+
+#include "driver.hpp"
 
 namespace fake {
 namespace {
@@ -14,7 +18,11 @@ constexpr auto kIdleWorkerLifetime = std::chrono::seconds(2);
 }  // namespace
 
 Stream::Stream(Context* owner, StreamKind kind, unsigned flags, int priority)
-    : owner_(owner), kind_(kind), flags_(flags), priority_(priority), id_(next_stream_id++) {}
+    : owner_(owner), kind_(kind), flags_(flags), priority_(priority), id_(next_stream_id++) {
+  Driver::instance().stream_born(this);  // reachable for the fork handlers
+}
+
+Stream::~Stream() { Driver::instance().stream_gone(this); }
 
 std::uint64_t Stream::enqueue(std::function<void()> work, std::vector<TicketWait> waits) {
   std::unique_lock lock(mutex_);
@@ -52,10 +60,16 @@ void Stream::run_worker() {
       }
       continue;
     }
+    // The operation stays queued while it waits for other streams' work, so that a fork meanwhile
+    // leaves it queued in the child, which runs it (see stream.hpp). The element does not move
+    // while others are queued behind it, and only this worker takes it off.
+    const std::vector<TicketWait>& waits = queue_.front().waits;
+    lock.unlock();
+    for (const auto& wait : waits) wait.stream->wait_until_reached(wait.ticket);
+    lock.lock();
     Operation operation = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    for (auto& wait : operation.waits) wait.stream->wait_until_reached(wait.ticket);
     if (operation.work) operation.work();
     operation = Operation{};  // drop references (events, streams) before reporting progress
     lock.lock();
@@ -94,6 +108,36 @@ Stream::Capture Stream::capture() {
 void Stream::set_capture(const Capture& capture) {
   std::lock_guard lock(mutex_);
   capture_ = capture;
+}
+
+void Stream::hold_for_fork() { mutex_.lock(); }
+
+void Stream::release_after_fork() { mutex_.unlock(); }
+
+void Stream::reset_in_fork_child() {
+  // The forking thread holds the lock (hold_for_fork), and the condition variables may count
+  // waiters that were threads of the parent: new ones, not an unlock.
+  std::construct_at(&mutex_);
+  std::construct_at(&work_arrived_);
+  std::construct_at(&progressed_);
+  // The operation a worker had taken off the queue (its work started) counts as done.
+  completed_ = submitted_ - queue_.size();
+  worker_running_ = false;
+}
+
+void Stream::resume_in_fork_child() {
+  std::unique_lock lock(mutex_);
+  if (queue_.empty()) return;
+  // A stream whose last reference goes in a destructor that the fork interrupted in the parent
+  // runs nothing more: its destructor never completes in the child.
+  std::shared_ptr<Stream> self = weak_from_this().lock();
+  if (!self) return;
+  try {
+    worker_running_ = true;
+    std::thread([self = std::move(self)] { self->run_worker(); }).detach();
+  } catch (const std::system_error&) {
+    worker_running_ = false;  // the next submission tries again
+  }
 }
 
 }  // namespace fake

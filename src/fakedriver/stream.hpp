@@ -9,6 +9,17 @@
 //
 // The worker starts on the first submission and exits after a while without work, or once the
 // stream is destroyed and drained; it owns a reference to the stream while it runs.
+//
+// Fork: a child has no worker threads, whatever the parent had (an idle worker lingers a while
+// after its last work, so a parent that forks soon after using a stream has one). The driver's
+// pthread_atfork handlers (driver.cpp) hold every stream's lock across the fork, so the child copies
+// consistent queues, and then give each stream of the child fresh locks and no worker, starting one
+// where work is queued. An operation waiting for other streams' work when the fork came is still
+// queued and runs in the child; one whose work had started counts as done there (its thread, and
+// whatever it had left to do, stayed in the parent). NVIDIA's driver serves no call in a forked
+// child; the fake does, so that fork handling above it (streampool's) can be tested. A fork from
+// inside a stream's own work (a host function that forks) is not supported: the child's copy of
+// that worker would run on beside the new one.
 #pragma once
 
 #include <cuda.h>
@@ -36,6 +47,7 @@ enum class StreamKind { legacy_default, per_thread_default, created };
 class Stream : public std::enable_shared_from_this<Stream> {
  public:
   Stream(Context* owner, StreamKind kind, unsigned flags, int priority);
+  ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -76,6 +88,12 @@ class Stream : public std::enable_shared_from_this<Stream> {
   };
   Capture capture();
   void set_capture(const Capture& capture);
+
+  // Fork support, called by the driver's pthread_atfork handlers only (see above).
+  void hold_for_fork();          // before: takes the lock, so no queue is mid-update in the copy
+  void release_after_fork();     // in the parent
+  void reset_in_fork_child();    // in the child, first for every stream: fresh locks, no worker
+  void resume_in_fork_child();   // then: a worker where work is queued
 
  private:
   void start_or_notify_worker_locked();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "hooks_test_api.hpp"
 
@@ -362,6 +363,132 @@ TEST_F(ContextHooks, AContextsEndLeavesAnotherContextsStreamsTheirOwnPendingFree
   EXPECT_EQ(SP(cuMemFreeAsync)(again, stream), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuMemFreeAsync)(per_thread_again, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
   EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+}
+
+// What streampool holds for the contexts it has met (hooks_test_api.hpp's debug exports).
+struct HeldForContexts {
+  size_t registry_contexts = 0;
+  size_t registry_streams = 0;
+  size_t marker_events = 0;
+};
+HeldForContexts held_for_contexts() {
+  using Count = int (*)(size_t*);
+  HeldForContexts held;
+  for (auto [name, out] : {std::pair{"streampool_debug_registry_contexts", &held.registry_contexts},
+                           std::pair{"streampool_debug_registry_streams", &held.registry_streams},
+                           std::pair{"streampool_debug_marker_events", &held.marker_events}}) {
+    auto count = reinterpret_cast<Count>(hooks_test::streampool_symbol(name));
+    EXPECT_NE(count, nullptr) << name;
+    if (count != nullptr) {
+      EXPECT_EQ(count(out), CUDA_SUCCESS) << name;
+    }
+  }
+  return held;
+}
+
+// A long-running program whose contexts come and go holds constant memory: an ended context leaves
+// neither its entries in the stream registry (the context, its streams) nor its marker events
+// behind. In each context a stream is destroyed with a free pending behind its work, which
+// records a marker there; another stream is not destroyed but goes with its context.
+TEST_F(ContextHooks, ContextsThatComeAndGoLeaveNoRegistryEntriesOrMarkerEventsBehind) {
+  size_t markers_while_alive = 0;
+  const auto one_round = [&] {
+    CUcontext created = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);  // now current
+    CUstream destroyed = nullptr;
+    CUstream kept = nullptr;
+    ASSERT_EQ(SP(cuStreamCreate)(&destroyed, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamCreate)(&kept, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    std::atomic<bool> gate{false};
+    CUdeviceptr block = 0;
+    ASSERT_EQ(SP(cuMemAllocAsync)(&block, 1 << 20, destroyed), CUDA_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(hold_until(destroyed, &gate));
+    ASSERT_EQ(SP(cuMemFreeAsync)(block, destroyed), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuStreamDestroy_v2)(destroyed), CUDA_SUCCESS);  // records a marker behind the free
+    EXPECT_NE(alloc_free(kept), 0u);
+    EXPECT_NE(alloc_free(CU_STREAM_LEGACY), 0u);
+    markers_while_alive = held_for_contexts().marker_events;
+    gate.store(true);
+    ASSERT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+  };
+  ASSERT_NO_FATAL_FAILURE(one_round());
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_first_round = held_for_contexts();
+  EXPECT_GT(markers_while_alive, after_first_round.marker_events) << "no marker was recorded in the context";
+
+  for (int round = 0; round < 20; ++round) ASSERT_NO_FATAL_FAILURE(one_round());
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_many_rounds = held_for_contexts();
+
+  EXPECT_EQ(after_many_rounds.registry_contexts, after_first_round.registry_contexts);
+  EXPECT_EQ(after_many_rounds.registry_streams, after_first_round.registry_streams);
+  EXPECT_EQ(after_many_rounds.marker_events, after_first_round.marker_events);
+}
+
+// streampool holds a reference of its own on a primary context it works in (pool memory is set up
+// there when no context of the device is current). A program that releases the primary context
+// more often than it retained it ends that reference too; streampool's next use of the context
+// takes a new one, so the program's own retains and releases, balanced from then on, leave the
+// context (and what streampool set up in it) alive.
+TEST_F(ContextHooks, AfterAnOverReleaseStreampoolRetainsThePrimaryContextAgainForItsOwnUse) {
+  ASSERT_EQ(SP(cuStreamDestroy_v2)(stream), CUDA_SUCCESS);
+  stream = nullptr;
+  // Created on a thread with no context current: set up in the primary context.
+  const auto pool_made_without_a_current_context = [this] {
+    CUmemoryPool pool = nullptr;
+    std::thread([&] { pool = create_device_pool(); }).join();
+    return pool;
+  };
+  CUmemoryPool before = pool_made_without_a_current_context();  // streampool retains the context, if not yet
+  ASSERT_NE(before, nullptr);
+  unsigned flags = 0;
+  int active = 1;
+  while (active != 0) {  // the fixture's reference, and streampool's
+    ASSERT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(device), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuDevicePrimaryCtxGetState)(device, &flags, &active), CUDA_SUCCESS);
+  }
+  CUcontext primary = nullptr;
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&primary, device), CUDA_SUCCESS);  // the program's, again
+  const unsigned long long retains_before = hooks_test::fake_calls("cuDevicePrimaryCtxRetain");
+
+  CUmemoryPool after = pool_made_without_a_current_context();
+
+  EXPECT_EQ(hooks_test::fake_calls("cuDevicePrimaryCtxRetain"), retains_before + 1)
+      << "streampool used the primary context without a reference of its own";
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRelease_v2)(device), CUDA_SUCCESS);  // the program's retain above
+  ASSERT_EQ(SP(cuDevicePrimaryCtxGetState)(device, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 1) << "the program's balanced release ended the primary context streampool works in";
+  EXPECT_EQ(SP(cuMemPoolDestroy)(after), CUDA_SUCCESS);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(before), CUDA_SUCCESS);
+  // The fixture's reference again, for TearDown and the tests after this one.
+  ASSERT_EQ(SP(cuDevicePrimaryCtxRetain)(&context, device), CUDA_SUCCESS);
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+}
+
+// A thread's per-thread default stream of a context ends with the context: a thread that meets
+// more contexts over its life than streampool has per-thread slots for (64) allocates on its
+// per-thread stream in each, and the registry holds no ended context's per-thread stream.
+TEST_F(ContextHooks, AThreadsPerThreadStreamServesItInAsManyContextsAsComeAndGo) {
+  const auto one_round = [&](int round) {
+    CUcontext created = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&created, nullptr, 0, device), CUDA_SUCCESS);  // now current
+    CUdeviceptr pointer = 0;
+    ASSERT_EQ(SP(cuMemAllocAsync)(&pointer, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS) << "context " << round;
+    ASSERT_EQ(SP(cuMemFreeAsync)(pointer, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    ASSERT_EQ(SP(cuCtxDestroy_v2)(created), CUDA_SUCCESS);
+  };
+  ASSERT_NO_FATAL_FAILURE(one_round(0));
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_first_round = held_for_contexts();
+
+  for (int round = 1; round < 100; ++round) ASSERT_NO_FATAL_FAILURE(one_round(round));
+  ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+  const HeldForContexts after_many_rounds = held_for_contexts();
+
+  EXPECT_EQ(after_many_rounds.registry_streams, after_first_round.registry_streams);
+  EXPECT_EQ(after_many_rounds.registry_contexts, after_first_round.registry_contexts);
+  EXPECT_NE(alloc_free(CU_STREAM_PER_THREAD), 0u);  // the primary context's, still there
+  EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
 }
 
 }  // namespace

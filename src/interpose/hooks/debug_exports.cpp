@@ -36,3 +36,29 @@ extern "C" __attribute__((visibility("default"))) int streampool_debug_tracked_e
   *events = streampool::interpose::engine().tracked_events();
   return CUDA_SUCCESS;
 }
+
+// What the stream registry holds (driver/stream_registry.hpp): the contexts it has seen, and its
+// streams (created ones and live threads' per-thread ones). An ended context leaves neither behind:
+// a program whose contexts come and go must hold a bounded number of both.
+extern "C" __attribute__((visibility("default"))) int streampool_debug_registry_contexts(std::size_t* contexts) {
+  if (contexts == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  streampool::interpose::HookScope scope;
+  *contexts = streampool::driver::contexts_seen();
+  return CUDA_SUCCESS;
+}
+
+extern "C" __attribute__((visibility("default"))) int streampool_debug_registry_streams(std::size_t* streams) {
+  if (streams == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  streampool::interpose::HookScope scope;
+  *streams = streampool::driver::streams_seen();
+  return CUDA_SUCCESS;
+}
+
+// How many marker events streampool holds, in use or free for reuse (driver::EventOrdering): an
+// ended context's go with it, so a program whose contexts come and go holds a bounded number.
+extern "C" __attribute__((visibility("default"))) int streampool_debug_marker_events(std::size_t* events) {
+  if (events == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  streampool::interpose::HookScope scope;
+  *events = streampool::interpose::state().ordering.markers_created();
+  return CUDA_SUCCESS;
+}
