@@ -54,6 +54,7 @@ enum ImportFlags : int {
   kWrongHandleType = 4,     // also try the import with a handle type other than POSIX fd
   kFreeBlocking = 8,        // free with cuMemFree instead of cuMemFreeAsync
   kOnDeviceOne = 16,        // work on device 1 alone (DISABLED_IpcImporterOnDeviceOne.Run)
+  kFreeOnABareThread = 32,  // free from a thread that has no current context
 };
 
 struct Order {
@@ -88,6 +89,10 @@ struct Report {
   unsigned long long descriptors_after_frees = 0;     // and once every imported pointer is freed
   unsigned long long descriptors_at_start = 0;        // open before the pool's import (its handle closed)
   unsigned long long descriptors_at_end = 0;          // and once the imported pool is destroyed  // device 0's primary context, once everything is freed (kOnDeviceOne)
+  unsigned long long failed_while_importing = 0;  // calls STREAMPOOL_TEST_FAIL_WHILE_IMPORTING failed
+  unsigned long long failed_while_freeing = 0;    // calls STREAMPOOL_TEST_FAIL_WHILE_FREEING failed
+  unsigned long long host_functions_by_free = 0;  // the fake's cuLaunchHostFunc calls of the frees
+  unsigned long long mapped_as_frees_return = ~0ull;  // the fake's mapped bytes once the free calls returned
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -844,7 +849,69 @@ TEST_F(IpcHooks, AHostNumaPoolIsImportedWhereTheDriverRefusesAHostAccessDescript
   release(fd, pool, {pointer});
 }
 
+// A stream-ordered free of an imported pointer enqueues its unmap on the stream, in the stream's
+// context. From a thread with no current context (the stream names its context), where that
+// context cannot be learned or cannot be made current, nothing is enqueued: the free waits for the
+// stream itself and unmaps before it returns.
+class IpcFreeWithoutTheStreamsContext : public IpcHooks, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(IpcFreeWithoutTheStreamsContext, AnImportedPointersFreeWaitsForTheStreamItselfAndEnqueuesNothing) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5b);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x5b}, kFreeOnABareThread, &status,
+                               {std::string("STREAMPOOL_TEST_FAIL_WHILE_FREEING=") + GetParam()});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_GT(report.failed_while_freeing, 0u) << GetParam() << " was never called";
+  EXPECT_EQ(report.host_functions_by_free, 0u) << "the free enqueued its unmap in a context it could not set";
+  EXPECT_EQ(report.mapped_as_frees_return, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
+INSTANTIATE_TEST_SUITE_P(IpcHooks, IpcFreeWithoutTheStreamsContext,
+                         ::testing::Values("cuStreamGetCtx", "cuCtxPushCurrent_v2"));
+
+// An importer working on device 1 maps a pool of device 0 in device 0's context: where that
+// context cannot be made current, the import is refused with the driver's error and maps nothing.
+TEST_F(IpcHooks, AnImportWhosePoolsDeviceContextCannotBeMadeCurrentIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5c);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x5c}, kOnDeviceOne, &status,
+                               {"STREAMPOOL_FAKE_DEVICES=2", "STREAMPOOL_TEST_FAIL_WHILE_IMPORTING=cuCtxPushCurrent_v2"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  EXPECT_GT(report.failed_while_importing, 0u);
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
 // --- the importer, run as a child by run_importer ---
+
+// Every call of the entry named by the environment variable `variable` (if set) fails from now
+// until stop_failing_calls_named_by, with an error the import passes on unchanged.
+void fail_every_call_named_by(const char* variable) {
+  if (const char* name = std::getenv(variable)) hooks_test::fail_calls(name, 1, 0, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+// Clears the failures, STREAMPOOL_FAKE_FAIL's too: only where `variable` armed one.
+void stop_failing_calls_named_by(const char* variable) {
+  if (std::getenv(variable) != nullptr) hooks_test::clear_failures();
+}
+
+unsigned long long failures_named_by(const char* variable) {
+  const char* name = std::getenv(variable);
+  return name == nullptr ? 0 : hooks_test::injected(name);
+}
 
 void import_everything(int socket) {
   Order order;
@@ -881,7 +948,10 @@ void import_everything(int socket) {
     for (int i = 0; i < order.count; ++i) {
       CUmemPoolPtrExportData data{};
       std::memcpy(data.reserved, order.data[i], 64);
+      fail_every_call_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
       report.import_pointer[i] = SP(cuMemPoolImportPointer)(&imported[i], pool, &data);
+      report.failed_while_importing += failures_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
+      stop_failing_calls_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
       if (report.import_pointer[i] != CUDA_SUCCESS) continue;
       if (order.flags & kImportTwice) {
         CUdeviceptr again = 0;
@@ -901,11 +971,24 @@ void import_everything(int socket) {
     if (order.flags & kCrashAfterImport) std::abort();
     const unsigned long long unmaps_before = hooks_test::fake_calls("cuMemUnmap");
     const unsigned long long address_frees_before = hooks_test::fake_calls("cuMemAddressFree");
-    for (int i = 0; i < order.count; ++i) {
-      if (report.import_pointer[i] != CUDA_SUCCESS) continue;
-      report.free_pointer[i] = (order.flags & kFreeBlocking) ? SP(cuMemFree_v2)(imported[i])
-                                                             : SP(cuMemFreeAsync)(imported[i], stream);
+    const unsigned long long host_functions_before = hooks_test::fake_calls("cuLaunchHostFunc");
+    fail_every_call_named_by("STREAMPOOL_TEST_FAIL_WHILE_FREEING");
+    auto free_all = [&] {
+      for (int i = 0; i < order.count; ++i) {
+        if (report.import_pointer[i] != CUDA_SUCCESS) continue;
+        report.free_pointer[i] = (order.flags & kFreeBlocking) ? SP(cuMemFree_v2)(imported[i])
+                                                               : SP(cuMemFreeAsync)(imported[i], stream);
+      }
+    };
+    if (order.flags & kFreeOnABareThread) {
+      std::thread(free_all).join();
+    } else {
+      free_all();
     }
+    report.mapped_as_frees_return = fake_mapped_bytes();
+    report.host_functions_by_free = hooks_test::fake_calls("cuLaunchHostFunc") - host_functions_before;
+    report.failed_while_freeing = failures_named_by("STREAMPOOL_TEST_FAIL_WHILE_FREEING");
+    stop_failing_calls_named_by("STREAMPOOL_TEST_FAIL_WHILE_FREEING");
     EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
     // A stream-ordered free unmaps on streampool's reaper thread once the stream reaches it.
     (void)eventually([&] { return fake_mapped_bytes() == report.mapped_at_start; });
