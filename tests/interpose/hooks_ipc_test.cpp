@@ -3,9 +3,11 @@
 // (fork + exec of this program), is the importer. The pool's descriptor and the export data go to
 // the child over a unix socket (SCM_RIGHTS), and the child's findings come back the same way.
 // The fake driver's VMM memory is memfd-backed, so both processes see the same bytes.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +39,21 @@ extern "C" ssize_t getrandom(void* buffer, size_t length, unsigned int flags) {
     return -1;
   }
   return syscall(SYS_getrandom, buffer, length, flags);
+}
+
+// stat, defined by this program likewise: armed with a node number, the machine's host NUMA node
+// of that number exists (streampool reads /sys/devices/system/node/nodeN), as on a machine with
+// more nodes than the test machine may have; it is node 0's directory.
+namespace ipc_test_numa {
+std::atomic<int> extra_node{-1};
+}  // namespace ipc_test_numa
+
+extern "C" int stat(const char* path, struct stat* info) noexcept {  // as glibc declares it
+  const int node = ipc_test_numa::extra_node.load();
+  if (node >= 0 && std::string(path) == "/sys/devices/system/node/node" + std::to_string(node)) {
+    return fstatat(AT_FDCWD, "/sys/devices/system/node/node0", info, 0);
+  }
+  return fstatat(AT_FDCWD, path, info, 0);
 }
 
 namespace {
@@ -93,6 +110,7 @@ struct Report {
   unsigned long long failed_while_freeing = 0;    // calls STREAMPOOL_TEST_FAIL_WHILE_FREEING failed
   unsigned long long host_functions_by_free = 0;  // the fake's cuLaunchHostFunc calls of the frees
   unsigned long long mapped_as_frees_return = ~0ull;  // the fake's mapped bytes once the free calls returned
+  unsigned long long host_node_access[2] = {~0ull, ~0ull};  // the first import's access on host NUMA nodes 0 and 1
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -849,6 +867,27 @@ TEST_F(IpcHooks, AHostNumaPoolIsImportedWhereTheDriverRefusesAHostAccessDescript
   release(fd, pool, {pointer});
 }
 
+// A host NUMA pool on node 1 (stat, above, shows streampool a node 1 while the pool is made): its
+// importer, a process with one device, grants the CPU access on node 1, where the memory lives.
+TEST_F(IpcHooks, AnImporterOfAHostNumaPoolOnNodeOneGrantsTheCpuAccessOnNodeOne) {
+  ipc_test_numa::extra_node = 1;
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 1);
+  ipc_test_numa::extra_node = -1;
+  ASSERT_NE(pool, nullptr);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x79);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x79}, 0, &status);
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(report.host_node_access[1], static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  EXPECT_EQ(report.host_node_access[0], static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE));
+  release(fd, pool, {pointer});
+}
+
 // A stream-ordered free of an imported pointer enqueues its unmap on the stream, in the stream's
 // context. From a thread with no current context (the stream names its context), where that
 // context cannot be learned or cannot be made current, nothing is enqueued: the free waits for the
@@ -959,6 +998,11 @@ void import_everything(int socket) {
       }
       unsigned char first = 0;
       report.verified[i] = SP(cuMemcpyDtoH_v2)(&first, imported[i], 1) == CUDA_SUCCESS && first == order.fill[i];
+      for (int node = 0; node < 2 && i == 0; ++node) {
+        const CUmemLocation host_node{CU_MEM_LOCATION_TYPE_HOST_NUMA, node};
+        unsigned long long flags = 0;
+        if (SP(cuMemGetAccess)(&flags, &host_node, imported[i]) == CUDA_SUCCESS) report.host_node_access[node] = flags;
+      }
       unsigned char last = 0;
       if (order.bytes[i] > 0 && SP(cuMemcpyDtoH_v2)(&last, imported[i] + order.bytes[i] - 1, 1) == CUDA_SUCCESS) {
         report.last_byte[i] = last;
