@@ -789,6 +789,61 @@ TEST_F(IpcHooks, AnExportThatFailsMidwayIsRefusedAndLeavesNoDescriptorOpen) {
   release(fd, pool, {block});
 }
 
+// The service thread closes each descriptor it exported once, after sending it: a descriptor the
+// exporting program opens meanwhile keeps its number, also a number an exported descriptor had.
+// Here one is opened as the export ends (the fake runs the test's action when the service thread
+// gives back the context it borrowed), once a whole batch of 64 was sent and closed, nothing
+// pending; or once the next batch's first was exported and its second export failed.
+struct ExportEnd {
+  const char* name;
+  size_t part_mib;                   // two parts, freed and coalesced: one block over part_mib granules
+  unsigned long long failing_export;  // the cuMemExportToShareableHandle call that fails, 0: none
+  CUresult import_result;
+  unsigned long long physical_imports;
+};
+
+void PrintTo(const ExportEnd& end, std::ostream* out) { *out << end.name; }
+
+std::atomic<int> opened_as_the_export_ended{-1};
+
+void open_a_descriptor(void*) { opened_as_the_export_ended = open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+class IpcExportEnd : public IpcHooks, public ::testing::WithParamInterface<ExportEnd> {};
+
+TEST_P(IpcExportEnd, ADescriptorTheExporterOpensAsAnExportEndsStaysOpen) {
+  const ExportEnd& end = GetParam();
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr parts[2] = {};
+  for (CUdeviceptr& part : parts) part = allocate_filled(pool, end.part_mib * kMiB, 0);  // granule by granule growth
+  for (CUdeviceptr part : parts) ASSERT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
+  CUdeviceptr whole = allocate_filled(pool, 2 * end.part_mib * kMiB, 0x2b);
+  ASSERT_EQ(whole, parts[0]);
+  const int fd = export_pool(pool);
+  const CUmemPoolPtrExportData data = export_pointer(whole);
+  if (end.failing_export != 0) {
+    hooks_test::fail_call("cuMemExportToShareableHandle", end.failing_export, CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  opened_as_the_export_ended = -1;
+  hooks_test::on_call("cuCtxPopCurrent_v2", 1, open_a_descriptor, nullptr);
+
+  Report report = run_importer(fd, {data}, {0x2b}, 0);
+
+  hooks_test::clear_failures();
+  EXPECT_EQ(report.import_pointer[0], end.import_result);
+  EXPECT_EQ(report.physical_imports, end.physical_imports);
+  const int opened = opened_as_the_export_ended.load();
+  ASSERT_GE(opened, 0) << "nothing was opened as the export ended";
+  EXPECT_NE(fcntl(opened, F_GETFD), -1) << "descriptor " << opened << ", opened as the export ended, was closed by it";
+  close(opened);
+  release(fd, pool, {whole});
+}
+
+INSTANTIATE_TEST_SUITE_P(IpcHooks, IpcExportEnd,
+                         ::testing::Values(ExportEnd{"AWholeBatchSent", 64, 0, CUDA_SUCCESS, 64},
+                                           ExportEnd{"TheNextBatchsSecondExportFailed", 74, 66,
+                                                     CUDA_ERROR_INVALID_VALUE, 64}),
+                         [](const ::testing::TestParamInfo<ExportEnd>& param_info) { return std::string(param_info.param.name); });
+
 // A driver call of the import failing in the importer (STREAMPOOL_FAKE_FAIL in its environment):
 // the import answers that error, and nothing of it stays mapped.
 class IpcImportFailure : public IpcHooks, public ::testing::WithParamInterface<const char*> {};
