@@ -111,6 +111,7 @@ struct Report {
   unsigned long long host_functions_by_free = 0;  // the fake's cuLaunchHostFunc calls of the frees
   unsigned long long mapped_as_frees_return = ~0ull;  // the fake's mapped bytes once the free calls returned
   unsigned long long host_node_access[2] = {~0ull, ~0ull};  // the first import's access on host NUMA nodes 0 and 1
+  unsigned long long set_access_calls_by_imports = 0;  // the fake's cuMemSetAccess calls of the pointer imports
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -922,6 +923,27 @@ TEST_F(IpcHooks, AHostNumaPoolIsImportedWhereTheDriverRefusesAHostAccessDescript
   release(fd, pool, {pointer});
 }
 
+// An importer whose driver cannot count its devices (every cuDeviceGetCount fails) grants a host
+// pool's memory to the CPU alone; where the driver refuses that one host descriptor (the first
+// cuMemSetAccess of the importer is the import's), the import is refused: the importer does not
+// ask again with no descriptor at all, which grants nothing.
+TEST_F(IpcHooks, AHostPoolsImportWhoseOnlyAccessDescriptorIsRefusedIsNotRetriedWithNone) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x7a);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x7a}, 0, &status,
+                               {"STREAMPOOL_FAKE_FAIL=cuDeviceGetCount:1:CUDA_ERROR_UNKNOWN:0,"
+                                "cuMemSetAccess:1:CUDA_ERROR_INVALID_VALUE"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.set_access_calls_by_imports, 1u);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  release(fd, pool, {pointer});
+}
+
 // A host NUMA pool on node 1 (stat, above, shows streampool a node 1 while the pool is made): its
 // importer, a process with one device, grants the CPU access on node 1, where the memory lives.
 TEST_F(IpcHooks, AnImporterOfAHostNumaPoolOnNodeOneGrantsTheCpuAccessOnNodeOne) {
@@ -1043,7 +1065,9 @@ void import_everything(int socket) {
       CUmemPoolPtrExportData data{};
       std::memcpy(data.reserved, order.data[i], 64);
       fail_every_call_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
+      const unsigned long long set_access_before = hooks_test::fake_calls("cuMemSetAccess");
       report.import_pointer[i] = SP(cuMemPoolImportPointer)(&imported[i], pool, &data);
+      report.set_access_calls_by_imports += hooks_test::fake_calls("cuMemSetAccess") - set_access_before;
       report.failed_while_importing += failures_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
       stop_failing_calls_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
       if (report.import_pointer[i] != CUDA_SUCCESS) continue;
