@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -445,6 +446,48 @@ TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
   EXPECT_EQ(device_zero_active(), 0) << "serving the import made the exporter's device 0 context active";
   EXPECT_EQ(first_byte(block), 0xa0);
   release(fd, pool, {block});
+}
+
+// A pool's first export makes the socket pair its importers ask through. Where the process has no
+// two descriptors left for it, the export is refused and opens nothing; once descriptors are free
+// again, the pool exports. In a child: the limit of descriptors is the whole process's.
+TEST_F(IpcHooks, AnExportWithoutDescriptorsLeftForItsSocketsIsRefusedAndWorksOnceTheyAreFree) {
+  EXPECT_EQ(hooks_test::run_child_test("DISABLED_IpcExporterUnderADescriptorLimit.Run", {}), 0);
+}
+
+class DISABLED_IpcExporterUnderADescriptorLimit : public IpcHooks {};
+
+TEST_F(DISABLED_IpcExporterUnderADescriptorLimit, Run) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit lowered = saved;
+  lowered.rlim_cur = open_descriptors() + 8;  // some numbers free below it
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  // Every descriptor number below the limit taken but one: a socket pair needs two.
+  std::vector<int> taken;
+  for (int fd = dup(2); fd >= 0; fd = dup(2)) taken.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+  ASSERT_FALSE(taken.empty());
+  close(taken.back());
+  taken.pop_back();
+  int handle = -1;
+
+  const CUresult refused = SP(cuMemPoolExportToShareableHandle)(&handle, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  const int spare = dup(2);  // the one number still free, if the refusal left it free
+  const int beyond = dup(2);
+
+  EXPECT_EQ(refused, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(handle, -1);
+  EXPECT_GE(spare, 0) << "the refused export kept a descriptor";
+  EXPECT_EQ(beyond, -1);
+  if (spare >= 0) close(spare);
+  for (int fd : taken) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int fd = export_pool(pool);
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) close(fd);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
 // An exportable pool's secret is drawn with getrandom (this program's own, below): a draw a signal
