@@ -182,6 +182,16 @@ class IpcHooks : public hooks_test::DriverTest {
     return pointer;
   }
 
+  // A block over one physical allocation per granule: `parts` blocks of part_mib each grow the pool
+  // granule by granule; freed, their ranges coalesce and serve the block. 0 if they did not.
+  CUdeviceptr allocate_over_granules(CUmemoryPool pool, int parts, size_t part_mib, unsigned char fill) {
+    std::vector<CUdeviceptr> grown(static_cast<size_t>(parts));
+    for (CUdeviceptr& part : grown) part = allocate_filled(pool, part_mib * kMiB, 0);
+    for (CUdeviceptr part : grown) EXPECT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
+    CUdeviceptr whole = allocate_filled(pool, static_cast<size_t>(parts) * part_mib * kMiB, fill);
+    return whole == grown.front() ? whole : 0;
+  }
+
   CUmemPoolPtrExportData export_pointer(CUdeviceptr pointer) {
     CUmemPoolPtrExportData data{};
     EXPECT_EQ(SP(cuMemPoolExportPointer)(&data, pointer), CUDA_SUCCESS);
@@ -380,11 +390,8 @@ TEST_F(IpcHooks, AChildProcessImportsReadsAndWritesTheExportersMemory) {
 // of descriptors (64) crosses the socket, and the importer maps them back to back.
 TEST_F(IpcHooks, AnAllocationOverManyPhysicalAllocationsIsImportedWhole) {
   CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  CUdeviceptr parts[3] = {};
-  for (CUdeviceptr& part : parts) part = allocate_filled(pool, 50 * kMiB, 0);  // each grows 25 granules
-  for (CUdeviceptr part : parts) ASSERT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
-  CUdeviceptr whole = allocate_filled(pool, 150 * kMiB, 0x29);
-  ASSERT_EQ(whole, parts[0]);  // the three freed ranges, coalesced, serve it
+  CUdeviceptr whole = allocate_over_granules(pool, 3, 50, 0x29);  // each part grows 25 granules
+  ASSERT_NE(whole, 0u);
   ASSERT_EQ(SP(cuMemsetD8_v2)(whole + 150 * kMiB - 1, 0x2a, 1), CUDA_SUCCESS);  // the last byte differs
   const int fd = export_pool(pool);
 
@@ -857,11 +864,8 @@ class IpcExportEnd : public IpcHooks, public ::testing::WithParamInterface<Expor
 TEST_P(IpcExportEnd, ADescriptorTheExporterOpensAsAnExportEndsStaysOpen) {
   const ExportEnd& end = GetParam();
   CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  CUdeviceptr parts[2] = {};
-  for (CUdeviceptr& part : parts) part = allocate_filled(pool, end.part_mib * kMiB, 0);  // granule by granule growth
-  for (CUdeviceptr part : parts) ASSERT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
-  CUdeviceptr whole = allocate_filled(pool, 2 * end.part_mib * kMiB, 0x2b);
-  ASSERT_EQ(whole, parts[0]);
+  CUdeviceptr whole = allocate_over_granules(pool, 2, end.part_mib, 0x2b);
+  ASSERT_NE(whole, 0u);
   const int fd = export_pool(pool);
   const CUmemPoolPtrExportData data = export_pointer(whole);
   if (end.failing_export != 0) {
