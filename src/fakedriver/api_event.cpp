@@ -1,5 +1,9 @@
 // Entry points: events.
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 
 #include "api_guard.hpp"
 #include "capture_rules.hpp"
@@ -80,6 +84,49 @@ CUresult event_elapsed_time(float* milliseconds, CUevent start_handle, CUevent e
   return CUDA_SUCCESS;
 }
 
+// Interprocess events. Each process has a fake of its own, which shares no event state with
+// another's: a handle names the process that exported it and the event, and the event opened from
+// it in another process is a local event of that process (created with DISABLE_TIMING, as CUDA
+// says the opened event behaves), whose records the exporter does not see. What the fake keeps of
+// CUDA is the handles' life: only an interprocess event has one, and a handle is opened in a
+// process other than its exporter (in the exporter INVALID_CONTEXT, as HIP's copy of the API
+// documents).
+constexpr char kIpcEventMagic[] = "streampool-fake-ipc-event";
+
+struct IpcEventHandleData {
+  char magic[sizeof kIpcEventMagic] = {};
+  std::int64_t process = 0;
+  std::uint64_t event = 0;
+};
+static_assert(sizeof(IpcEventHandleData) <= CU_IPC_HANDLE_SIZE);
+
+CUresult ipc_get_event_handle(CUipcEventHandle* out, CUevent handle) {
+  if (CUresult status = require_initialized(); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto event = find_event(handle);
+  if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  if ((event->flags() & CU_EVENT_INTERPROCESS) == 0) return CUDA_ERROR_INVALID_VALUE;
+  IpcEventHandleData data;
+  std::memcpy(data.magic, kIpcEventMagic, sizeof kIpcEventMagic);
+  data.process = getpid();
+  data.event = reinterpret_cast<std::uintptr_t>(handle);
+  *out = CUipcEventHandle{};
+  std::memcpy(out->reserved, &data, sizeof data);
+  return CUDA_SUCCESS;
+}
+
+CUresult ipc_open_event_handle(CUevent* out, const CUipcEventHandle& handle) {
+  Context* context = nullptr;
+  if (CUresult status = require_current_context(context); status != CUDA_SUCCESS) return status;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  IpcEventHandleData data;
+  std::memcpy(&data, handle.reserved, sizeof data);
+  if (std::memcmp(data.magic, kIpcEventMagic, sizeof kIpcEventMagic) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (data.process == getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  *out = register_event(std::make_shared<Event>(context, CU_EVENT_DISABLE_TIMING));
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 }  // namespace fake
 
@@ -114,4 +161,10 @@ FAKE_EXPORT CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CU
 }
 FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   FAKE_ENTRY(event_elapsed_time(pMilliseconds, hStart, hEnd));
+}
+FAKE_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUevent event) {
+  FAKE_ENTRY(ipc_get_event_handle(pHandle, event));
+}
+FAKE_EXPORT CUresult cuIpcOpenEventHandle(CUevent* phEvent, CUipcEventHandle handle) {
+  FAKE_ENTRY(ipc_open_event_handle(phEvent, handle));
 }

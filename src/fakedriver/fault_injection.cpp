@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace fake {
@@ -31,6 +32,8 @@ struct Rule {
   unsigned long long count = 1;  // how many calls fail from there; 0: all of them
   CUresult error = CUDA_ERROR_UNKNOWN;
   unsigned long long calls_seen = 0;
+  void (*action)(void*) = nullptr;  // set: the call runs this first, then as usual (never fails)
+  void* argument = nullptr;
 };
 
 struct Failures {
@@ -115,21 +118,29 @@ namespace detail {
 CUresult injected_failure_slow(const char* entry_point) noexcept {
   try {
     Failures& state = failures();
-    std::lock_guard lock(state.mutex);
-    read_environment_locked(state);
+    std::vector<std::pair<void (*)(void*), void*>> actions;  // run after the lock: they may call the fake
     CUresult result = CUDA_SUCCESS;
-    for (auto rule = state.rules.begin(); rule != state.rules.end();) {
-      if (rule->entry_point != entry_point) {
-        ++rule;
-        continue;
+    {
+      std::lock_guard lock(state.mutex);
+      read_environment_locked(state);
+      for (auto rule = state.rules.begin(); rule != state.rules.end();) {
+        if (rule->entry_point != entry_point) {
+          ++rule;
+          continue;
+        }
+        const unsigned long long call = ++rule->calls_seen;
+        if (call >= rule->first && rule->action != nullptr) {
+          actions.emplace_back(rule->action, rule->argument);
+        } else if (call >= rule->first && result == CUDA_SUCCESS) {
+          result = rule->error;
+        }
+        const bool exhausted = rule->count != 0 && call >= rule->first + rule->count - 1;
+        rule = exhausted ? state.rules.erase(rule) : rule + 1;
       }
-      const unsigned long long call = ++rule->calls_seen;
-      if (call >= rule->first && result == CUDA_SUCCESS) result = rule->error;
-      const bool exhausted = rule->count != 0 && call >= rule->first + rule->count - 1;
-      rule = exhausted ? state.rules.erase(rule) : rule + 1;
+      if (result != CUDA_SUCCESS) ++state.injected[entry_point];
+      publish_pending_locked(state);
     }
-    if (result != CUDA_SUCCESS) ++state.injected[entry_point];
-    publish_pending_locked(state);
+    for (const auto& [action, argument] : actions) action(argument);
     return result;
   } catch (...) {
     return CUDA_SUCCESS;  // out of memory in the test hook: run the call as if nothing was set
@@ -160,6 +171,22 @@ extern "C" __attribute__((visibility("default"))) void streampool_fake_fail_call
                                                                                   unsigned long long nth,
                                                                                   int error) {
   streampool_fake_fail_calls(name, nth, 1, error);
+}
+
+extern "C" __attribute__((visibility("default"))) void streampool_fake_on_call(const char* name, unsigned long long nth,
+                                                                              void (*action)(void*), void* argument) {
+  if (name == nullptr || nth == 0 || action == nullptr) return;
+  try {
+    fake::Rule rule;
+    rule.entry_point = name;
+    rule.first = nth;
+    rule.count = 1;
+    rule.error = CUDA_SUCCESS;
+    rule.action = action;
+    rule.argument = argument;
+    fake::add_rule(std::move(rule));
+  } catch (...) {
+  }
 }
 
 extern "C" __attribute__((visibility("default"))) void streampool_fake_clear_failures() {

@@ -12,6 +12,10 @@
 //   streampool_fake_fail_calls(name, nth, count, error)  calls nth .. nth+count-1 fail (0: all)
 //   streampool_fake_clear_failures()                     forget every pending failure, zero the counts
 //   streampool_fake_failures_injected(name)              failures returned since (name null: all)
+//   streampool_fake_on_call(name, nth, action, argument) the nth call from now first runs
+//                                                        action(argument) on its thread, then runs
+//                                                        as usual (a test's stand-in for another
+//                                                        thread of the program acting at that moment)
 // With nothing pending, an entry point pays one relaxed atomic load.
 #pragma once
 

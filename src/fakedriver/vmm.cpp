@@ -78,7 +78,10 @@ bool is_host_location(CUmemLocationType type) {
          type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
 }
 
+// The host is one location, except that host NUMA nodes are told apart: a grant to node 1 is not
+// one to node 0 (cuMemGetAccess answers for the node it is asked about).
 bool same_location(const CUmemLocation& a, const CUmemLocation& b) {
+  if (a.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && b.type == CU_MEM_LOCATION_TYPE_HOST_NUMA) return a.id == b.id;
   if (is_host_location(a.type) && is_host_location(b.type)) return true;
   return a.type == b.type && a.id == b.id;
 }

@@ -1,4 +1,7 @@
 // Events: completion follows the recorded work, re-recording re-arms, waits order streams, timing.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 
 #include "fake_test_support.hpp"
@@ -191,6 +194,38 @@ TEST_F(EventsTest, InvalidAndDestroyedEventHandlesReturnInvalidHandle) {
   EXPECT_EQ(cuStreamWaitEvent(nullptr, bogus, 0), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(cuEventDestroy(destroyed), CUDA_ERROR_INVALID_HANDLE);
   EXPECT_EQ(cuEventRecordWithFlags(bogus, nullptr, 0), CUDA_ERROR_INVALID_HANDLE);
+}
+
+// Only an interprocess event has a handle, and the handle opens in another process only (here a
+// forked child, which touches no stream: its copy of the fake serves the open alone).
+TEST_F(EventsTest, AnInterprocessEventsHandleOpensInAnotherProcessOnly) {
+  CUevent plain = nullptr;
+  CUevent shared = nullptr;
+  ASSERT_EQ(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventCreate(&shared, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  CUipcEventHandle handle{};
+  CUevent opened = nullptr;
+
+  EXPECT_EQ(cuIpcGetEventHandle(&handle, plain), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuIpcGetEventHandle(nullptr, shared), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuIpcOpenEventHandle(&opened, handle), CUDA_ERROR_INVALID_VALUE);  // no handle at all
+  ASSERT_EQ(cuIpcGetEventHandle(&handle, shared), CUDA_SUCCESS);
+  EXPECT_EQ(cuIpcOpenEventHandle(&opened, handle), CUDA_ERROR_INVALID_CONTEXT);  // in its exporter
+  EXPECT_EQ(opened, nullptr);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // 0: opened, a live event other than the exporter's; 1: not.
+    CUevent in_child = nullptr;
+    const bool ok = cuIpcOpenEventHandle(&in_child, handle) == CUDA_SUCCESS && in_child != nullptr &&
+                    cuEventQuery(in_child) == CUDA_SUCCESS && cuEventDestroy(in_child) == CUDA_SUCCESS;
+    _exit(ok ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not open the handle";
+  cuEventDestroy(plain);
+  cuEventDestroy(shared);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ void streampool_fake_fail_call(const char* name, unsigned long long nth, int err
 void streampool_fake_fail_calls(const char* name, unsigned long long nth, unsigned long long count, int error);
 void streampool_fake_clear_failures();
 unsigned long long streampool_fake_failures_injected(const char* name);
+void streampool_fake_on_call(const char* name, unsigned long long nth, void (*action)(void*), void* argument);
 }
 
 namespace fake_test {
@@ -35,6 +36,25 @@ TEST_F(FaultInjectionTest, TheNthCallFailsOnceWithTheChosenError) {
   EXPECT_EQ(create_and_destroy_event(), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(create_and_destroy_event(), CUDA_SUCCESS);
   EXPECT_EQ(streampool_fake_failures_injected("cuEventCreate"), injected_before + 1);
+}
+
+// An action on a call runs once, on the nth call, before the call, which then runs as usual.
+TEST_F(FaultInjectionTest, AnActionRunsBeforeTheNthCallWhichThenSucceeds) {
+  struct Seen {
+    int runs = 0;
+  } seen;
+  CUevent first = nullptr;
+  ASSERT_EQ(cuEventCreate(&first, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  streampool_fake_on_call("cuEventQuery", 2, [](void* data) { ++static_cast<Seen*>(data)->runs; }, &seen);
+
+  EXPECT_EQ(cuEventQuery(first), CUDA_SUCCESS);
+  EXPECT_EQ(seen.runs, 0);
+  EXPECT_EQ(cuEventQuery(first), CUDA_SUCCESS);
+  EXPECT_EQ(seen.runs, 1);
+  EXPECT_EQ(cuEventQuery(first), CUDA_SUCCESS);
+  EXPECT_EQ(seen.runs, 1);
+  EXPECT_EQ(streampool_fake_failures_injected("cuEventQuery"), 0u);
+  cuEventDestroy(first);
 }
 
 TEST_F(FaultInjectionTest, AFailingCallHasNoEffect) {

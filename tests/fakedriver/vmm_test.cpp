@@ -259,6 +259,37 @@ TEST_F(VmmTest, PeerGrantIsRecordedPerDevice) {
   cuMemAddressFree(base, kGranularity);
 }
 
+// Host NUMA nodes are told apart: memory of node 1 granted to node 1 is not granted to node 0.
+TEST_F(VmmTest, HostNumaGrantIsRecordedPerNode) {
+  CUdeviceptr base = 0;
+  ASSERT_EQ(cuMemAddressReserve(&base, kGranularity, 0, 0, 0), CUDA_SUCCESS);
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  prop.location.id = 1;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(cuMemCreate(&handle, kGranularity, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(base, kGranularity, 0, handle, 0), CUDA_SUCCESS);
+  CUmemAccessDesc node_one{};
+  node_one.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 1};
+  node_one.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  unsigned long long one_flags = 0;
+  unsigned long long zero_flags = 99;
+  CUmemLocation one{CU_MEM_LOCATION_TYPE_HOST_NUMA, 1};
+  CUmemLocation zero{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
+
+  ASSERT_EQ(cuMemSetAccess(base, kGranularity, &node_one, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetAccess(&one_flags, &one, base), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetAccess(&zero_flags, &zero, base), CUDA_SUCCESS);
+
+  EXPECT_EQ(one_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  EXPECT_EQ(zero_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE));
+  static_cast<volatile unsigned char*>(reinterpret_cast<void*>(base))[0] = 1;  // the CPU may touch it
+  cuMemUnmap(base, kGranularity);
+  cuMemRelease(handle);
+  cuMemAddressFree(base, kGranularity);
+}
+
 TEST_F(VmmTest, MisuseOfMappingsIsRejected) {
   CUdeviceptr base = 0;
   ASSERT_EQ(cuMemAddressReserve(&base, 4 * kGranularity, 0, 0, 0), CUDA_SUCCESS);

@@ -18,6 +18,15 @@ inline void fail_calls(const char* name, unsigned long long nth, unsigned long l
 
 inline void fail_call(const char* name, unsigned long long nth, CUresult error) { fail_calls(name, nth, 1, error); }
 
+// The nth call of `name`, counted from now, first runs action(argument) on the thread that makes
+// it, then runs as usual: another thread of the program acting at exactly that moment.
+inline void on_call(const char* name, unsigned long long nth, void (*action)(void*), void* argument) {
+  using OnCall = void (*)(const char*, unsigned long long, void (*)(void*), void*);
+  auto on = reinterpret_cast<OnCall>(dlsym(fake_driver(), "streampool_fake_on_call"));
+  ASSERT_NE(on, nullptr);
+  on(name, nth, action, argument);
+}
+
 inline void clear_failures() {
   using Clear = void (*)();
   if (auto clear = reinterpret_cast<Clear>(dlsym(fake_driver(), "streampool_fake_clear_failures"))) clear();

@@ -71,12 +71,15 @@ class FailedCalls : public hooks_test::DriverTest {
   std::uint64_t used() { return pool_attribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT); }
 
   // A's part: a block allocated on `stream`, work still queued on it (held by the gate), the block
-  // freed behind that work, and E recorded on `stream` after the free.
+  // freed behind that work, and E (created here unless the test made it) recorded on `stream` after
+  // the free.
   void free_behind_work_and_record() {
     ASSERT_EQ(SP(cuMemAllocFromPoolAsync)(&freed, kMiB, pool, stream), CUDA_SUCCESS);
     ASSERT_EQ(SP(cuLaunchHostFunc)(stream, wait_for_gate, &gate), CUDA_SUCCESS);
     ASSERT_EQ(SP(cuMemFreeAsync)(freed, stream), CUDA_SUCCESS);
-    ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    if (event == nullptr) {
+      ASSERT_EQ(SP(cuEventCreate)(&event, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    }
     ASSERT_EQ(SP(cuEventRecord)(event, stream), CUDA_SUCCESS);
   }
 
@@ -467,6 +470,27 @@ TEST_F(FailedCalls, AFailedIpcEventOpenLeavesTheEventInItsHandleTracked) {
   EXPECT_EQ(wait_and_allocate(), freed);
 }
 
+// An event opened from another process's handle is recorded by that process too, where streampool
+// cannot see: its own process's record of it (here on A, behind the free) proves nothing of what
+// a wait for it waits for, so B's wait does not hand A's block over. The exporter (this process)
+// hands the handle to the opener, a child, in its environment.
+TEST_F(FailedCalls, AnEventOpenedFromAHandleOfAnotherProcessIsUntracked) {
+  CUevent shared = nullptr;
+  ASSERT_EQ(SP(cuEventCreate)(&shared, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  CUipcEventHandle handle{};
+  ASSERT_EQ(SP(cuIpcGetEventHandle)(&handle, shared), CUDA_SUCCESS);
+  std::string hex;
+  for (const char byte : handle.reserved) {
+    char digits[3];
+    std::snprintf(digits, sizeof digits, "%02x", static_cast<unsigned char>(byte));
+    hex += digits;
+  }
+
+  EXPECT_EQ(hooks_test::run_child_test("DISABLED_IpcEventOpener.Run", {"STREAMPOOL_TEST_IPC_EVENT=" + hex}), 0);
+
+  EXPECT_EQ(SP(cuEventDestroy_v2)(shared), CUDA_SUCCESS);
+}
+
 // A record into a capture is one streampool cannot place; when it fails, the event still stands
 // for its earlier record (the driver changed nothing).
 TEST_F(FailedCalls, AFailedRecordIntoACaptureLeavesTheEventTracked) {
@@ -657,3 +681,20 @@ TEST(CaptureWatchLog, AnInvalidatedCaptureIsLoggedOnceAndAnEndedOneNoLonger) {
 }
 
 }  // namespace
+
+// The opener of FailedCalls.AnEventOpenedFromAHandleOfAnotherProcessIsUntracked.
+class DISABLED_IpcEventOpener : public FailedCalls {};
+
+TEST_F(DISABLED_IpcEventOpener, Run) {
+  const char* hex = std::getenv("STREAMPOOL_TEST_IPC_EVENT");
+  ASSERT_NE(hex, nullptr);
+  ASSERT_EQ(std::strlen(hex), 2 * sizeof(CUipcEventHandle::reserved));
+  CUipcEventHandle handle{};
+  for (size_t i = 0; i < sizeof handle.reserved; ++i) {
+    handle.reserved[i] = static_cast<char>(std::stoi(std::string(hex + 2 * i, 2), nullptr, 16));
+  }
+  ASSERT_EQ(SP(cuIpcOpenEventHandle)(&event, handle), CUDA_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(free_behind_work_and_record());  // records the opened event
+
+  EXPECT_NE(wait_and_allocate(), freed);
+}

@@ -3,9 +3,12 @@
 // (fork + exec of this program), is the importer. The pool's descriptor and the export data go to
 // the child over a unix socket (SCM_RIGHTS), and the child's findings come back the same way.
 // The fake driver's VMM memory is memfd-backed, so both processes see the same bytes.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +42,21 @@ extern "C" ssize_t getrandom(void* buffer, size_t length, unsigned int flags) {
   return syscall(SYS_getrandom, buffer, length, flags);
 }
 
+// stat, defined by this program likewise: armed with a node number, the machine's host NUMA node
+// of that number exists (streampool reads /sys/devices/system/node/nodeN), as on a machine with
+// more nodes than the test machine may have; it is node 0's directory.
+namespace ipc_test_numa {
+std::atomic<int> extra_node{-1};
+}  // namespace ipc_test_numa
+
+extern "C" int stat(const char* path, struct stat* info) noexcept {  // as glibc declares it
+  const int node = ipc_test_numa::extra_node.load();
+  if (node >= 0 && std::string(path) == "/sys/devices/system/node/node" + std::to_string(node)) {
+    return fstatat(AT_FDCWD, "/sys/devices/system/node/node0", info, 0);
+  }
+  return fstatat(AT_FDCWD, path, info, 0);
+}
+
 namespace {
 
 using streampool_test::receive_with_fd;
@@ -54,6 +72,7 @@ enum ImportFlags : int {
   kWrongHandleType = 4,     // also try the import with a handle type other than POSIX fd
   kFreeBlocking = 8,        // free with cuMemFree instead of cuMemFreeAsync
   kOnDeviceOne = 16,        // work on device 1 alone (DISABLED_IpcImporterOnDeviceOne.Run)
+  kFreeOnABareThread = 32,  // free from a thread that has no current context
 };
 
 struct Order {
@@ -88,6 +107,12 @@ struct Report {
   unsigned long long descriptors_after_frees = 0;     // and once every imported pointer is freed
   unsigned long long descriptors_at_start = 0;        // open before the pool's import (its handle closed)
   unsigned long long descriptors_at_end = 0;          // and once the imported pool is destroyed  // device 0's primary context, once everything is freed (kOnDeviceOne)
+  unsigned long long failed_while_importing = 0;  // calls STREAMPOOL_TEST_FAIL_WHILE_IMPORTING failed
+  unsigned long long failed_while_freeing = 0;    // calls STREAMPOOL_TEST_FAIL_WHILE_FREEING failed
+  unsigned long long host_functions_by_free = 0;  // the fake's cuLaunchHostFunc calls of the frees
+  unsigned long long mapped_as_frees_return = ~0ull;  // the fake's mapped bytes once the free calls returned
+  unsigned long long host_node_access[2] = {~0ull, ~0ull};  // the first import's access on host NUMA nodes 0 and 1
+  unsigned long long set_access_calls_by_imports = 0;  // the fake's cuMemSetAccess calls of the pointer imports
 };
 
 // What the process cap charges this process on `device` (streampool_limit_info), ~0 if unknown.
@@ -155,6 +180,16 @@ class IpcHooks : public hooks_test::DriverTest {
     EXPECT_EQ(SP(cuMemsetD8Async)(pointer, fill, bytes, stream), CUDA_SUCCESS);
     EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
     return pointer;
+  }
+
+  // A block over one physical allocation per granule: `parts` blocks of part_mib each grow the pool
+  // granule by granule; freed, their ranges coalesce and serve the block. 0 if they did not.
+  CUdeviceptr allocate_over_granules(CUmemoryPool pool, int parts, size_t part_mib, unsigned char fill) {
+    std::vector<CUdeviceptr> grown(static_cast<size_t>(parts));
+    for (CUdeviceptr& part : grown) part = allocate_filled(pool, part_mib * kMiB, 0);
+    for (CUdeviceptr part : grown) EXPECT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
+    CUdeviceptr whole = allocate_filled(pool, static_cast<size_t>(parts) * part_mib * kMiB, fill);
+    return whole == grown.front() ? whole : 0;
   }
 
   CUmemPoolPtrExportData export_pointer(CUdeviceptr pointer) {
@@ -355,11 +390,8 @@ TEST_F(IpcHooks, AChildProcessImportsReadsAndWritesTheExportersMemory) {
 // of descriptors (64) crosses the socket, and the importer maps them back to back.
 TEST_F(IpcHooks, AnAllocationOverManyPhysicalAllocationsIsImportedWhole) {
   CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  CUdeviceptr parts[3] = {};
-  for (CUdeviceptr& part : parts) part = allocate_filled(pool, 50 * kMiB, 0);  // each grows 25 granules
-  for (CUdeviceptr part : parts) ASSERT_EQ(SP(cuMemFreeAsync)(part, stream), CUDA_SUCCESS);
-  CUdeviceptr whole = allocate_filled(pool, 150 * kMiB, 0x29);
-  ASSERT_EQ(whole, parts[0]);  // the three freed ranges, coalesced, serve it
+  CUdeviceptr whole = allocate_over_granules(pool, 3, 50, 0x29);  // each part grows 25 granules
+  ASSERT_NE(whole, 0u);
   ASSERT_EQ(SP(cuMemsetD8_v2)(whole + 150 * kMiB - 1, 0x2a, 1), CUDA_SUCCESS);  // the last byte differs
   const int fd = export_pool(pool);
 
@@ -421,6 +453,48 @@ TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
   EXPECT_EQ(device_zero_active(), 0) << "serving the import made the exporter's device 0 context active";
   EXPECT_EQ(first_byte(block), 0xa0);
   release(fd, pool, {block});
+}
+
+// A pool's first export makes the socket pair its importers ask through. Where the process has no
+// two descriptors left for it, the export is refused and opens nothing; once descriptors are free
+// again, the pool exports. In a child: the limit of descriptors is the whole process's.
+TEST_F(IpcHooks, AnExportWithoutDescriptorsLeftForItsSocketsIsRefusedAndWorksOnceTheyAreFree) {
+  EXPECT_EQ(hooks_test::run_child_test("DISABLED_IpcExporterUnderADescriptorLimit.Run", {}), 0);
+}
+
+class DISABLED_IpcExporterUnderADescriptorLimit : public IpcHooks {};
+
+TEST_F(DISABLED_IpcExporterUnderADescriptorLimit, Run) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit lowered = saved;
+  lowered.rlim_cur = open_descriptors() + 8;  // some numbers free below it
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  // Every descriptor number below the limit taken but one: a socket pair needs two.
+  std::vector<int> taken;
+  for (int fd = dup(2); fd >= 0; fd = dup(2)) taken.push_back(fd);
+  ASSERT_EQ(errno, EMFILE);
+  ASSERT_FALSE(taken.empty());
+  close(taken.back());
+  taken.pop_back();
+  int handle = -1;
+
+  const CUresult refused = SP(cuMemPoolExportToShareableHandle)(&handle, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  const int spare = dup(2);  // the one number still free, if the refusal left it free
+  const int beyond = dup(2);
+
+  EXPECT_EQ(refused, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(handle, -1);
+  EXPECT_GE(spare, 0) << "the refused export kept a descriptor";
+  EXPECT_EQ(beyond, -1);
+  if (spare >= 0) close(spare);
+  for (int fd : taken) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int fd = export_pool(pool);
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) close(fd);
+  EXPECT_EQ(SP(cuMemPoolDestroy)(pool), CUDA_SUCCESS);
 }
 
 // An exportable pool's secret is drawn with getrandom (this program's own, below): a draw a signal
@@ -766,6 +840,58 @@ TEST_F(IpcHooks, AnExportThatFailsMidwayIsRefusedAndLeavesNoDescriptorOpen) {
   release(fd, pool, {block});
 }
 
+// The service thread closes each descriptor it exported once, after sending it: a descriptor the
+// exporting program opens meanwhile keeps its number, also a number an exported descriptor had.
+// Here one is opened as the export ends (the fake runs the test's action when the service thread
+// gives back the context it borrowed), once a whole batch of 64 was sent and closed, nothing
+// pending; or once the next batch's first was exported and its second export failed.
+struct ExportEnd {
+  const char* name;
+  size_t part_mib;                   // two parts, freed and coalesced: one block over part_mib granules
+  unsigned long long failing_export;  // the cuMemExportToShareableHandle call that fails, 0: none
+  CUresult import_result;
+  unsigned long long physical_imports;
+};
+
+void PrintTo(const ExportEnd& end, std::ostream* out) { *out << end.name; }
+
+std::atomic<int> opened_as_the_export_ended{-1};
+
+void open_a_descriptor(void*) { opened_as_the_export_ended = open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+class IpcExportEnd : public IpcHooks, public ::testing::WithParamInterface<ExportEnd> {};
+
+TEST_P(IpcExportEnd, ADescriptorTheExporterOpensAsAnExportEndsStaysOpen) {
+  const ExportEnd& end = GetParam();
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr whole = allocate_over_granules(pool, 2, end.part_mib, 0x2b);
+  ASSERT_NE(whole, 0u);
+  const int fd = export_pool(pool);
+  const CUmemPoolPtrExportData data = export_pointer(whole);
+  if (end.failing_export != 0) {
+    hooks_test::fail_call("cuMemExportToShareableHandle", end.failing_export, CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  opened_as_the_export_ended = -1;
+  hooks_test::on_call("cuCtxPopCurrent_v2", 1, open_a_descriptor, nullptr);
+
+  Report report = run_importer(fd, {data}, {0x2b}, 0);
+
+  hooks_test::clear_failures();
+  EXPECT_EQ(report.import_pointer[0], end.import_result);
+  EXPECT_EQ(report.physical_imports, end.physical_imports);
+  const int opened = opened_as_the_export_ended.load();
+  ASSERT_GE(opened, 0) << "nothing was opened as the export ended";
+  EXPECT_NE(fcntl(opened, F_GETFD), -1) << "descriptor " << opened << ", opened as the export ended, was closed by it";
+  close(opened);
+  release(fd, pool, {whole});
+}
+
+INSTANTIATE_TEST_SUITE_P(IpcHooks, IpcExportEnd,
+                         ::testing::Values(ExportEnd{"AWholeBatchSent", 64, 0, CUDA_SUCCESS, 64},
+                                           ExportEnd{"TheNextBatchsSecondExportFailed", 74, 66,
+                                                     CUDA_ERROR_INVALID_VALUE, 64}),
+                         [](const ::testing::TestParamInfo<ExportEnd>& param_info) { return std::string(param_info.param.name); });
+
 // A driver call of the import failing in the importer (STREAMPOOL_FAKE_FAIL in its environment):
 // the import answers that error, and nothing of it stays mapped.
 class IpcImportFailure : public IpcHooks, public ::testing::WithParamInterface<const char*> {};
@@ -844,7 +970,111 @@ TEST_F(IpcHooks, AHostNumaPoolIsImportedWhereTheDriverRefusesAHostAccessDescript
   release(fd, pool, {pointer});
 }
 
+// An importer whose driver cannot count its devices (every cuDeviceGetCount fails) grants a host
+// pool's memory to the CPU alone; where the driver refuses that one host descriptor (the first
+// cuMemSetAccess of the importer is the import's), the import is refused: the importer does not
+// ask again with no descriptor at all, which grants nothing.
+TEST_F(IpcHooks, AHostPoolsImportWhoseOnlyAccessDescriptorIsRefusedIsNotRetriedWithNone) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 0);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x7a);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x7a}, 0, &status,
+                               {"STREAMPOOL_FAKE_FAIL=cuDeviceGetCount:1:CUDA_ERROR_UNKNOWN:0,"
+                                "cuMemSetAccess:1:CUDA_ERROR_INVALID_VALUE"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(report.set_access_calls_by_imports, 1u);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  release(fd, pool, {pointer});
+}
+
+// A host NUMA pool on node 1 (stat, above, shows streampool a node 1 while the pool is made): its
+// importer, a process with one device, grants the CPU access on node 1, where the memory lives.
+TEST_F(IpcHooks, AnImporterOfAHostNumaPoolOnNodeOneGrantsTheCpuAccessOnNodeOne) {
+  ipc_test_numa::extra_node = 1;
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_LOCATION_TYPE_HOST_NUMA, 1);
+  ipc_test_numa::extra_node = -1;
+  ASSERT_NE(pool, nullptr);
+  CUdeviceptr pointer = allocate_filled(pool, kMiB, 0x79);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(pointer)}, {0x79}, 0, &status);
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.verified[0], 1);
+  EXPECT_EQ(report.host_node_access[1], static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  EXPECT_EQ(report.host_node_access[0], static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE));
+  release(fd, pool, {pointer});
+}
+
+// A stream-ordered free of an imported pointer enqueues its unmap on the stream, in the stream's
+// context. From a thread with no current context (the stream names its context), where that
+// context cannot be learned or cannot be made current, nothing is enqueued: the free waits for the
+// stream itself and unmaps before it returns.
+class IpcFreeWithoutTheStreamsContext : public IpcHooks, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(IpcFreeWithoutTheStreamsContext, AnImportedPointersFreeWaitsForTheStreamItselfAndEnqueuesNothing) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5b);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x5b}, kFreeOnABareThread, &status,
+                               {std::string("STREAMPOOL_TEST_FAIL_WHILE_FREEING=") + GetParam()});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pointer[0], CUDA_SUCCESS);
+  EXPECT_EQ(report.free_pointer[0], CUDA_SUCCESS);
+  EXPECT_GT(report.failed_while_freeing, 0u) << GetParam() << " was never called";
+  EXPECT_EQ(report.host_functions_by_free, 0u) << "the free enqueued its unmap in a context it could not set";
+  EXPECT_EQ(report.mapped_as_frees_return, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
+INSTANTIATE_TEST_SUITE_P(IpcHooks, IpcFreeWithoutTheStreamsContext,
+                         ::testing::Values("cuStreamGetCtx", "cuCtxPushCurrent_v2"));
+
+// An importer working on device 1 maps a pool of device 0 in device 0's context: where that
+// context cannot be made current, the import is refused with the driver's error and maps nothing.
+TEST_F(IpcHooks, AnImportWhosePoolsDeviceContextCannotBeMadeCurrentIsRefused) {
+  CUmemoryPool pool = create_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUdeviceptr block = allocate_filled(pool, 3 * kMiB, 0x5c);
+  const int fd = export_pool(pool);
+  int status = -1;
+
+  Report report = run_importer(fd, {export_pointer(block)}, {0x5c}, kOnDeviceOne, &status,
+                               {"STREAMPOOL_FAKE_DEVICES=2", "STREAMPOOL_TEST_FAIL_WHILE_IMPORTING=cuCtxPushCurrent_v2"});
+
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(report.import_pool, CUDA_SUCCESS);
+  EXPECT_GT(report.failed_while_importing, 0u);
+  EXPECT_EQ(report.import_pointer[0], CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(report.mapped_after_refusals, report.mapped_at_start);
+  release(fd, pool, {block});
+}
+
 // --- the importer, run as a child by run_importer ---
+
+// Every call of the entry named by the environment variable `variable` (if set) fails from now
+// until stop_failing_calls_named_by, with an error the import passes on unchanged.
+void fail_every_call_named_by(const char* variable) {
+  if (const char* name = std::getenv(variable)) hooks_test::fail_calls(name, 1, 0, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+// Clears the failures, STREAMPOOL_FAKE_FAIL's too: only where `variable` armed one.
+void stop_failing_calls_named_by(const char* variable) {
+  if (std::getenv(variable) != nullptr) hooks_test::clear_failures();
+}
+
+unsigned long long failures_named_by(const char* variable) {
+  const char* name = std::getenv(variable);
+  return name == nullptr ? 0 : hooks_test::injected(name);
+}
 
 void import_everything(int socket) {
   Order order;
@@ -881,7 +1111,12 @@ void import_everything(int socket) {
     for (int i = 0; i < order.count; ++i) {
       CUmemPoolPtrExportData data{};
       std::memcpy(data.reserved, order.data[i], 64);
+      fail_every_call_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
+      const unsigned long long set_access_before = hooks_test::fake_calls("cuMemSetAccess");
       report.import_pointer[i] = SP(cuMemPoolImportPointer)(&imported[i], pool, &data);
+      report.set_access_calls_by_imports += hooks_test::fake_calls("cuMemSetAccess") - set_access_before;
+      report.failed_while_importing += failures_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
+      stop_failing_calls_named_by("STREAMPOOL_TEST_FAIL_WHILE_IMPORTING");
       if (report.import_pointer[i] != CUDA_SUCCESS) continue;
       if (order.flags & kImportTwice) {
         CUdeviceptr again = 0;
@@ -889,6 +1124,11 @@ void import_everything(int socket) {
       }
       unsigned char first = 0;
       report.verified[i] = SP(cuMemcpyDtoH_v2)(&first, imported[i], 1) == CUDA_SUCCESS && first == order.fill[i];
+      for (int node = 0; node < 2 && i == 0; ++node) {
+        const CUmemLocation host_node{CU_MEM_LOCATION_TYPE_HOST_NUMA, node};
+        unsigned long long flags = 0;
+        if (SP(cuMemGetAccess)(&flags, &host_node, imported[i]) == CUDA_SUCCESS) report.host_node_access[node] = flags;
+      }
       unsigned char last = 0;
       if (order.bytes[i] > 0 && SP(cuMemcpyDtoH_v2)(&last, imported[i] + order.bytes[i] - 1, 1) == CUDA_SUCCESS) {
         report.last_byte[i] = last;
@@ -901,11 +1141,24 @@ void import_everything(int socket) {
     if (order.flags & kCrashAfterImport) std::abort();
     const unsigned long long unmaps_before = hooks_test::fake_calls("cuMemUnmap");
     const unsigned long long address_frees_before = hooks_test::fake_calls("cuMemAddressFree");
-    for (int i = 0; i < order.count; ++i) {
-      if (report.import_pointer[i] != CUDA_SUCCESS) continue;
-      report.free_pointer[i] = (order.flags & kFreeBlocking) ? SP(cuMemFree_v2)(imported[i])
-                                                             : SP(cuMemFreeAsync)(imported[i], stream);
+    const unsigned long long host_functions_before = hooks_test::fake_calls("cuLaunchHostFunc");
+    fail_every_call_named_by("STREAMPOOL_TEST_FAIL_WHILE_FREEING");
+    auto free_all = [&] {
+      for (int i = 0; i < order.count; ++i) {
+        if (report.import_pointer[i] != CUDA_SUCCESS) continue;
+        report.free_pointer[i] = (order.flags & kFreeBlocking) ? SP(cuMemFree_v2)(imported[i])
+                                                               : SP(cuMemFreeAsync)(imported[i], stream);
+      }
+    };
+    if (order.flags & kFreeOnABareThread) {
+      std::thread(free_all).join();
+    } else {
+      free_all();
     }
+    report.mapped_as_frees_return = fake_mapped_bytes();
+    report.host_functions_by_free = hooks_test::fake_calls("cuLaunchHostFunc") - host_functions_before;
+    report.failed_while_freeing = failures_named_by("STREAMPOOL_TEST_FAIL_WHILE_FREEING");
+    stop_failing_calls_named_by("STREAMPOOL_TEST_FAIL_WHILE_FREEING");
     EXPECT_EQ(SP(cuStreamSynchronize)(stream), CUDA_SUCCESS);
     // A stream-ordered free unmaps on streampool's reaper thread once the stream reaches it.
     (void)eventually([&] { return fake_mapped_bytes() == report.mapped_at_start; });
