@@ -235,59 +235,51 @@ TEST_F(VmmTest, RetainFromAddressGivesTheHandleAndItsProperties) {
   cuMemAddressFree(base, kGranularity);
 }
 
-TEST_F(VmmTest, PeerGrantIsRecordedPerDevice) {
+// One granule of `prop` mapped, `grant` set on it; the access then read for the granted location
+// and for `other` (which the grant must leave without access).
+void grant_and_read(const CUmemAllocationProp& prop, const CUmemAccessDesc& grant, CUmemLocation other,
+                    unsigned long long* granted_flags, unsigned long long* other_flags) {
   CUdeviceptr base = 0;
   ASSERT_EQ(cuMemAddressReserve(&base, kGranularity, 0, 0, 0), CUDA_SUCCESS);
-  const auto prop = device_prop(0);
   CUmemGenericAllocationHandle handle = 0;
   ASSERT_EQ(cuMemCreate(&handle, kGranularity, &prop, 0), CUDA_SUCCESS);
   ASSERT_EQ(cuMemMap(base, kGranularity, 0, handle, 0), CUDA_SUCCESS);
-  const auto peer_access = read_write(2);
-  unsigned long long peer_flags = 0;
-  unsigned long long owner_flags = 99;
-  CUmemLocation peer{CU_MEM_LOCATION_TYPE_DEVICE, 2};
-  CUmemLocation owner{CU_MEM_LOCATION_TYPE_DEVICE, 0};
-
-  ASSERT_EQ(cuMemSetAccess(base, kGranularity, &peer_access, 1), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemGetAccess(&peer_flags, &peer, base), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemGetAccess(&owner_flags, &owner, base), CUDA_SUCCESS);
-
-  EXPECT_EQ(peer_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
-  EXPECT_EQ(owner_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE));
+  CUmemLocation granted = grant.location;
+  ASSERT_EQ(cuMemSetAccess(base, kGranularity, &grant, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetAccess(granted_flags, &granted, base), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetAccess(other_flags, &other, base), CUDA_SUCCESS);
+  if (prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+    static_cast<volatile unsigned char*>(reinterpret_cast<void*>(base))[0] = 1;  // the CPU may touch it
+  }
   cuMemUnmap(base, kGranularity);
   cuMemRelease(handle);
   cuMemAddressFree(base, kGranularity);
 }
 
+TEST_F(VmmTest, PeerGrantIsRecordedPerDevice) {
+  unsigned long long peer_flags = 0;
+  unsigned long long owner_flags = 99;
+  ASSERT_NO_FATAL_FAILURE(grant_and_read(device_prop(0), read_write(2), CUmemLocation{CU_MEM_LOCATION_TYPE_DEVICE, 0},
+                                         &peer_flags, &owner_flags));
+  EXPECT_EQ(peer_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+  EXPECT_EQ(owner_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE));
+}
+
 // Host NUMA nodes are told apart: memory of node 1 granted to node 1 is not granted to node 0.
 TEST_F(VmmTest, HostNumaGrantIsRecordedPerNode) {
-  CUdeviceptr base = 0;
-  ASSERT_EQ(cuMemAddressReserve(&base, kGranularity, 0, 0, 0), CUDA_SUCCESS);
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
   prop.location.id = 1;
-  CUmemGenericAllocationHandle handle = 0;
-  ASSERT_EQ(cuMemCreate(&handle, kGranularity, &prop, 0), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemMap(base, kGranularity, 0, handle, 0), CUDA_SUCCESS);
   CUmemAccessDesc node_one{};
   node_one.location = CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 1};
   node_one.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   unsigned long long one_flags = 0;
   unsigned long long zero_flags = 99;
-  CUmemLocation one{CU_MEM_LOCATION_TYPE_HOST_NUMA, 1};
-  CUmemLocation zero{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0};
-
-  ASSERT_EQ(cuMemSetAccess(base, kGranularity, &node_one, 1), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemGetAccess(&one_flags, &one, base), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemGetAccess(&zero_flags, &zero, base), CUDA_SUCCESS);
-
+  ASSERT_NO_FATAL_FAILURE(
+      grant_and_read(prop, node_one, CUmemLocation{CU_MEM_LOCATION_TYPE_HOST_NUMA, 0}, &one_flags, &zero_flags));
   EXPECT_EQ(one_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
   EXPECT_EQ(zero_flags, static_cast<unsigned long long>(CU_MEM_ACCESS_FLAGS_PROT_NONE));
-  static_cast<volatile unsigned char*>(reinterpret_cast<void*>(base))[0] = 1;  // the CPU may touch it
-  cuMemUnmap(base, kGranularity);
-  cuMemRelease(handle);
-  cuMemAddressFree(base, kGranularity);
 }
 
 TEST_F(VmmTest, MisuseOfMappingsIsRejected) {
