@@ -491,4 +491,37 @@ TEST_F(ContextHooks, AThreadsPerThreadStreamServesItInAsManyContextsAsComeAndGo)
   EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
 }
 
+// A context's end frees its own per-thread slots and no other's: on a thread with per-thread
+// streams in three contexts (slots in the order of first use), the middle context's per-thread
+// stream keeps its identity when the last one ends, and takes its own pending free back at once.
+// (A fresh thread: the test program's main thread holds slots of earlier tests.)
+TEST_F(ContextHooks, AContextsEndLeavesALiveContextsPerThreadStreamItsIdentity) {
+  std::thread([&] {
+    std::atomic<bool> gate{false};
+    ASSERT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+    EXPECT_NE(alloc_free(CU_STREAM_PER_THREAD), 0u);  // the first slot: the primary context's
+    CUcontext middle = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&middle, nullptr, 0, device), CUDA_SUCCESS);  // now current
+    CUdeviceptr pending = 0;
+    ASSERT_EQ(SP(cuMemAllocAsync)(&pending, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);  // the second slot
+    ASSERT_NO_FATAL_FAILURE(hold_until(CU_STREAM_PER_THREAD, &gate));
+    ASSERT_EQ(SP(cuMemFreeAsync)(pending, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    CUcontext last = nullptr;
+    ASSERT_EQ(SP(cuCtxCreate_v4)(&last, nullptr, 0, device), CUDA_SUCCESS);
+    EXPECT_NE(alloc_free(CU_STREAM_PER_THREAD), 0u);  // the third slot
+    ASSERT_EQ(SP(cuCtxDestroy_v2)(last), CUDA_SUCCESS);
+
+    ASSERT_EQ(SP(cuCtxSetCurrent)(middle), CUDA_SUCCESS);
+    CUdeviceptr again = 0;
+    EXPECT_EQ(SP(cuMemAllocAsync)(&again, 1 << 20, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    EXPECT_EQ(again, pending) << "the per-thread stream lost its identity when another context ended";
+    gate.store(true);
+    EXPECT_EQ(SP(cuMemFreeAsync)(again, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuCtxSynchronize)(), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuCtxDestroy_v2)(middle), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuCtxSetCurrent)(context), CUDA_SUCCESS);
+    EXPECT_EQ(SP(cuStreamSynchronize)(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+  }).join();
+}
+
 }  // namespace
