@@ -23,6 +23,18 @@
 #endif
 #endif
 
+// ASan's allocator (GCC 12's libsanitizer) takes no lock across fork(): a child forked while another
+// thread is inside malloc or free waits for that thread's lock for ever (seen: both of a hung
+// child's threads in SizeClassAllocator64::GetFromAllocator). Only the test whose other thread
+// allocates all the time at the fork is left out there.
+#if defined(__SANITIZE_ADDRESS__)
+#define FAKE_FORK_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FAKE_FORK_UNDER_ASAN 1
+#endif
+#endif
+
 namespace fake_test {
 namespace {
 
@@ -145,6 +157,9 @@ TEST_F(ForkTest, WorkWaitingForAnotherStreamAtAForkRunsInTheChildAfterIt) {
 // The parent's other threads create and destroy streams and events, and record events, while it
 // forks: the child inherits none of the fake's registry or stream locks held, and can do the same.
 TEST_F(ForkTest, AChildForkedWhileAnotherThreadCreatesStreamsAndEventsCanCreateThemToo) {
+#ifdef FAKE_FORK_UNDER_ASAN
+  GTEST_SKIP() << "a fork while another thread allocates can deadlock in ASan's allocator";
+#endif
   const auto use_streams_and_events = [] {
     CUstream stream = nullptr;
     CUevent event = nullptr;
