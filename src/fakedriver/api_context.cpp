@@ -2,7 +2,6 @@
 #include "allocations.hpp"
 #include "api_guard.hpp"
 #include "driver.hpp"
-#include "event.hpp"
 #include "graph_memory.hpp"
 
 namespace fake {
@@ -89,7 +88,6 @@ CUresult context_destroy(CUcontext handle) {
   if (!Driver::instance().forget_context(context)) return CUDA_ERROR_INVALID_CONTEXT;  // a racing destroy won
   reset(context);
   if (current_context() == context) pop_current_context();
-  if (Driver::instance().reuses_context_handles()) unregister_events_of(context);
   Driver::instance().retire_context(context);
   return CUDA_SUCCESS;
 }

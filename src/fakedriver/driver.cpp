@@ -148,6 +148,7 @@ bool Driver::forget_context(Context* context) {
 
 void Driver::retire_context(Context* context) {
   if (!config_.reuse_context_handles) return;
+  unregister_events_of(context);
   std::lock_guard lock(contexts_mutex_);
   reusable_contexts_.push_back(context);
 }

@@ -53,8 +53,8 @@ class Driver {
   // A destroyed context leaves the live set first (no new work reaches it), and is retired once its
   // streams and memory are gone: only then may a create reuse its handle (config.hpp).
   bool forget_context(Context* context);  // false: not live (another destroy took it)
+  // Where handles are reused: the context's events go too, and its handle may come back.
   void retire_context(Context* context);
-  bool reuses_context_handles() const { return config_.reuse_context_handles; }
 
   // Streams created by cuStreamCreate*. Handles are reused, most recently destroyed first
   // (handle_slots.hpp).
