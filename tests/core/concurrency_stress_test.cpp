@@ -27,15 +27,12 @@
 #include "core/engine.hpp"
 #include "doubles/scripted_ordering.hpp"
 #include "model/watched_backing.hpp"
+#include "sanitizer_build.hpp"
 
 // Sanitizers slow every operation 5-15x: there the stress shrinks (env STREAMPOOL_STRESS_OPS
 // overrides the number of operations per worker everywhere).
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(STREAMPOOL_TEST_UNDER_TSAN) || defined(STREAMPOOL_TEST_UNDER_ASAN)
 #define STREAMPOOL_STRESS_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define STREAMPOOL_STRESS_UNDER_SANITIZER 1
-#endif
 #endif
 
 namespace streampool::testing {

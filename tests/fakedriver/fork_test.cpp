@@ -11,30 +11,17 @@
 #include <thread>
 
 #include "fake_test_support.hpp"
+#include "sanitizer_build.hpp"
 
 // fork() while other threads run (the parent's stream workers) is outside what TSan supports: its
 // own runtime can deadlock in the child (the interposer's fork tests are left out of TSan builds
 // for the same reason).
-#if defined(__SANITIZE_THREAD__)
-#define FAKE_FORK_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define FAKE_FORK_UNDER_TSAN 1
-#endif
-#endif
 
 // ASan's allocator (GCC 12's libsanitizer) takes no lock across fork() either: a child forked while
 // another thread (the test's, or a stream's worker) is inside malloc or free waits for that
 // thread's lock for ever (seen: the child's restarted workers in SizeClassAllocator64::
 // GetFromAllocator, from their thread start). These tests fork beside running workers, so they
 // are left out of the address build too; the interposer's fork tests still run there.
-#if defined(__SANITIZE_ADDRESS__)
-#define FAKE_FORK_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FAKE_FORK_UNDER_ASAN 1
-#endif
-#endif
 
 namespace fake_test {
 namespace {
@@ -42,10 +29,10 @@ namespace {
 class ForkTest : public FakeDriverTest {
  protected:
   void SetUp() override {
-#ifdef FAKE_FORK_UNDER_TSAN
+#ifdef STREAMPOOL_TEST_UNDER_TSAN
     GTEST_SKIP() << "fork() with threads running is outside what TSan supports";
 #endif
-#ifdef FAKE_FORK_UNDER_ASAN
+#ifdef STREAMPOOL_TEST_UNDER_ASAN
     GTEST_SKIP() << "fork() beside threads inside malloc can deadlock in ASan's allocator";
 #endif
     FakeDriverTest::SetUp();

@@ -24,6 +24,7 @@
 #include "fault_switch.hpp"
 #include "fd_passing.hpp"
 #include "hooks_test_api.hpp"
+#include "sanitizer_build.hpp"
 #include "streampool/streampool.h"
 
 // getrandom, defined by this program: it comes before libc's for the preloaded library too. Armed,
@@ -45,15 +46,6 @@ extern "C" ssize_t getrandom(void* buffer, size_t length, unsigned int flags) {
 // stat, defined by this program likewise: armed with a node number, the machine's host NUMA node
 // of that number exists (streampool reads /sys/devices/system/node/nodeN), as on a machine with
 // more nodes than the test machine may have; it is node 0's directory.
-// The address-sanitizer build (ASan and UBSan together), for the one test it cannot run.
-#if defined(__SANITIZE_ADDRESS__)
-#define IPC_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IPC_TEST_UNDER_ASAN 1
-#endif
-#endif
-
 namespace ipc_test_numa {
 std::atomic<int> extra_node{-1};
 }  // namespace ipc_test_numa
@@ -468,7 +460,7 @@ TEST_F(DISABLED_IpcExporterOnDeviceOne, Run) {
 // two descriptors left for it, the export is refused and opens nothing; once descriptors are free
 // again, the pool exports. In a child: the limit of descriptors is the whole process's.
 TEST_F(IpcHooks, AnExportWithoutDescriptorsLeftForItsSocketsIsRefusedAndWorksOnceTheyAreFree) {
-#ifdef IPC_TEST_UNDER_ASAN
+#ifdef STREAMPOOL_TEST_UNDER_ASAN
   // The address build runs UBSan too, whose vptr check reads memory through a pipe: with one
   // descriptor left it cannot, and reports a valid object as of the wrong type.
   GTEST_SKIP() << "UBSan's checks need free descriptors, which this test takes away";
