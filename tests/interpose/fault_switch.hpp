@@ -27,6 +27,14 @@ inline void on_call(const char* name, unsigned long long nth, void (*action)(voi
   on(name, nth, action, argument);
 }
 
+// The fake driver's delay before `entry_point` acts (src/fakedriver/entry_delay.hpp): a race window
+// held open for as long as a test needs; 0 removes it.
+inline void delay_before(const char* entry_point, unsigned microseconds) {
+  auto set = reinterpret_cast<void (*)(const char*, unsigned)>(dlsym(fake_driver(), "streampool_fake_set_delay"));
+  ASSERT_NE(set, nullptr);
+  set(entry_point, microseconds);
+}
+
 inline void clear_failures() {
   using Clear = void (*)();
   if (auto clear = reinterpret_cast<Clear>(dlsym(fake_driver(), "streampool_fake_clear_failures"))) clear();

@@ -3,12 +3,11 @@
 // of each stream they resolved in per-thread caches (a few most recent routes per hook, and a
 // table of streams indexed by handle bits); a cache entry of one stream must never answer for
 // another, so streams of both devices are used in turn, more of them than the caches hold.
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <thread>
 #include <vector>
 
+#include "fault_switch.hpp"
 #include "hooks_test_api.hpp"
 
 namespace hooks_test {
@@ -74,13 +73,6 @@ TEST_F(StreamRoutes, StreamsOfTwoDevicesUsedInTurnEachAllocateFromTheirOwnDevice
 
   EXPECT_EQ(misrouted, 0) << "allocations served by the other device's pool";
   for (CUstream created : streams) EXPECT_EQ(SP(cuStreamSynchronize)(created), CUDA_SUCCESS);
-}
-
-// The fake driver's delay before an entry point acts (src/fakedriver/entry_delay.hpp); 0 removes it.
-void delay_before(const char* entry_point, unsigned microseconds) {
-  auto set = reinterpret_cast<void (*)(const char*, unsigned)>(dlsym(fake_driver(), "streampool_fake_set_delay"));
-  ASSERT_NE(set, nullptr);
-  set(entry_point, microseconds);
 }
 
 // A stream used on one thread while another destroys it (the program's race, which CUDA leaves
